@@ -1,0 +1,249 @@
+"""The one place that decides whether a path is inside a workspace, and opens it.
+
+Checking a path and then using it by name is a race: between the two, a directory
+can be swapped for a symlink to `/etc`. So the check *is* the open. `locate()` walks
+the path one component at a time from the root's directory fd with
+`openat(O_NOFOLLOW | O_DIRECTORY)`; it never asks the kernel to follow a symlink.
+When a component is a symlink, its target is read and walked again from the root
+(absolute targets must start inside the root, relative ones continue from the link's
+directory, `..` can never climb above the root), so links that stay inside keep
+working and links that leave are refused. The caller receives the open directory fd
+of the final component and does every create, replace, read or delete relative to
+that fd, so what was checked is what gets used.
+
+Component-wise `openat` is used rather than Linux `openat2(RESOLVE_BENEATH)` because
+RESOLVE_BENEATH refuses absolute symlinks even when they point inside the root, and
+real repositories contain those; the walk gives the same guarantee portably.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import stat
+from collections import deque
+from dataclasses import dataclass
+
+from .errors import (
+    InvalidPathError,
+    NotFoundError,
+    OutsideWorkspaceError,
+    WorkspaceError,
+    WrongTypeError,
+)
+from .limits import PATH_MAX_CHARS, SYMLINK_HOPS
+from .workspaces import Workspace
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass
+class Located:
+    """An open handle on where a path lives: its parent directory fd and final name.
+
+    `name` is empty when the path is the root (or the unconfined `/`) itself; then
+    `dir_fd` is the directory. Use as a context manager so the fd is always closed.
+    """
+
+    workspace: Workspace
+    dir_fd: int
+    name: str
+    real_parts: tuple[str, ...]  # components from the root after resolving symlinks
+    display: str  # the caller's path, normalized, as answers should show it
+
+    @property
+    def is_root(self) -> bool:
+        return self.name == ""
+
+    @property
+    def real_rel(self) -> str:
+        """The resolved path relative to the root (`.` for the root)."""
+        return "/".join(self.real_parts) or "."
+
+    @property
+    def real_abs(self) -> str:
+        return posixpath.join(self.workspace.root, *self.real_parts)
+
+    def lstat(self) -> os.stat_result | None:
+        """The entry itself (a symlink is not followed), or None when it does not exist."""
+        try:
+            if self.is_root:
+                return os.fstat(self.dir_fd)
+            return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def close(self) -> None:
+        if self.dir_fd >= 0:
+            os.close(self.dir_fd)
+            self.dir_fd = -1
+
+    def __enter__(self) -> Located:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def display_path(ws: Workspace, user_path: str) -> str:
+    """The caller's path as answers show it: normalized, relative to the base when inside it.
+
+    Display only: `..` is applied lexically here, which can differ from the walk when a
+    symlink precedes it; the walk alone decides containment.
+    """
+    user_path = _check_input(user_path)
+    if user_path.startswith("/"):
+        inside = _strip_root(ws, user_path) if ws.confined else None
+        if inside is None:
+            absolute = posixpath.normpath(user_path)
+            if not ws.confined and (absolute == ws.base or absolute.startswith(ws.base + "/")):
+                return absolute[len(ws.base) + 1 :] or "."
+            return absolute
+        return posixpath.normpath("/".join(inside)) if inside else "."
+    return posixpath.normpath(user_path) if user_path else "."
+
+
+def _split(path: str) -> list[str]:
+    return [p for p in path.split("/") if p not in ("", ".")]
+
+
+def _check_input(user_path: object) -> str:
+    if not isinstance(user_path, str):
+        raise InvalidPathError("path must be a string")
+    if "\x00" in user_path:
+        raise InvalidPathError("path contains a NUL byte")
+    if len(user_path) > PATH_MAX_CHARS:
+        raise InvalidPathError(f"path is longer than {PATH_MAX_CHARS} characters")
+    return user_path
+
+
+def _strip_root(ws: Workspace, absolute: str) -> list[str] | None:
+    """Components below the root for an absolute path inside it, else None.
+
+    Textual on purpose: roots are symlink-free, so `root + "/"` as a prefix is exact,
+    and `/x/ws_evil` never matches the root `/x/ws`.
+    """
+    if ws.root == "/":
+        return _split(absolute)
+    for prefix in (ws.root, *ws.aliases):
+        if absolute == prefix or absolute.startswith(prefix + "/"):
+            return _split(absolute[len(prefix) :])
+    return None
+
+
+def locate(
+    ws: Workspace,
+    user_path: str,
+    *,
+    follow_final: bool = True,
+    create_parents: bool = False,
+) -> Located:
+    """Resolve `user_path` inside `ws` and return an open handle on its parent directory.
+
+    - `follow_final`: resolve a symlink in the last component (reads and writes go to
+      the link's target, which must be inside); False acts on the link itself (delete,
+      move, info).
+    - `create_parents`: create missing intermediate directories (each one created with
+      `mkdirat` and re-opened with O_NOFOLLOW, so a racing symlink is caught).
+
+    Raises OutsideWorkspaceError with `path outside workspace root: <input>` for any
+    escape, InvalidPathError for malformed input, NotFoundError for a missing parent.
+    The final component itself need not exist.
+    """
+    user_path = _check_input(user_path)
+    shown = display_path(ws, user_path)
+    if user_path.startswith("/"):
+        start = _strip_root(ws, user_path)
+        if start is None:
+            raise OutsideWorkspaceError(user_path)
+    else:
+        start = (_strip_root(ws, ws.base) or []) + _split(user_path)
+    return _walk(ws, start, user_path, shown, follow_final, create_parents)
+
+
+def _walk(
+    ws: Workspace,
+    parts: list[str],
+    user_path: str,
+    shown: str,
+    follow_final: bool,
+    create_parents: bool,
+) -> Located:
+    pending: deque[str] = deque(p for p in parts if p not in ("", "."))
+    names: list[str] = []  # real components from the root
+    fds: list[int] = [os.open(ws.root, _DIR_FLAGS & ~os.O_NOFOLLOW)]
+    hops = 0
+
+    def restart_at_link(link_dir_fd: int, link_name: str) -> None:
+        """Replace the pending path with the link's target, walked from the right place."""
+        nonlocal hops
+        hops += 1
+        if hops > SYMLINK_HOPS:
+            raise WorkspaceError(f"{shown}: too many levels of symbolic links")
+        target = os.readlink(link_name, dir_fd=link_dir_fd)
+        if target.startswith("/"):
+            inside = _strip_root(ws, target)
+            if inside is None:
+                raise OutsideWorkspaceError(user_path)
+            while len(fds) > 1:
+                os.close(fds.pop())
+            names.clear()
+            pending.extendleft(reversed(inside))
+        else:
+            pending.extendleft(reversed(_split(target)))
+
+    try:
+        while pending:
+            comp = pending.popleft()
+            if comp == "..":
+                if not names:
+                    if ws.confined:
+                        raise OutsideWorkspaceError(user_path)
+                    continue  # "/.." is "/"
+                names.pop()
+                os.close(fds.pop())
+                continue
+            while pending and pending[0] == ".":
+                pending.popleft()
+            if not pending:
+                # The final component: it may not exist yet, and is never opened here.
+                try:
+                    st = os.stat(comp, dir_fd=fds[-1], follow_symlinks=False)
+                except FileNotFoundError:
+                    st = None
+                if follow_final and st is not None and stat.S_ISLNK(st.st_mode):
+                    restart_at_link(fds[-1], comp)
+                    continue
+                located = Located(ws, fds.pop(), comp, (*names, comp), shown)
+                return located
+            try:
+                fd = os.open(comp, _DIR_FLAGS, dir_fd=fds[-1])
+            except FileNotFoundError:
+                if not create_parents:
+                    raise NotFoundError(f"{shown}: parent directory not found") from None
+                try:
+                    os.mkdir(comp, 0o777, dir_fd=fds[-1])
+                except FileExistsError:
+                    pass  # raced with another creator; the re-open below decides
+                pending.appendleft(comp)
+                continue
+            except OSError as exc:
+                if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                st = os.stat(comp, dir_fd=fds[-1], follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    restart_at_link(fds[-1], comp)
+                    continue
+                raise WrongTypeError(f"{shown}: a parent of the path is not a directory") from None
+            names.append(comp)
+            fds.append(fd)
+        # Every component consumed: the target is the directory we stand in.
+        if not names:
+            return Located(ws, fds.pop(), "", (), shown)
+        name = names[-1]
+        os.close(fds.pop())
+        return Located(ws, fds.pop(), name, tuple(names), shown)
+    finally:
+        for fd in fds:
+            os.close(fd)

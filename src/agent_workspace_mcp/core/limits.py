@@ -1,0 +1,54 @@
+"""Every number that limits the server's behaviour, named, with where it comes from.
+
+Sources: "seed" is the Limits table of `workspace-mcp.md` (the backbone document);
+"issue N" is the project issue that set it; "ours" is a choice made here, with why.
+Nothing outside this module may hard-code a limit.
+"""
+
+from __future__ import annotations
+
+KIB = 1024
+MIB = 1024 * KIB
+
+# --- reading -----------------------------------------------------------------
+READ_LINES_PER_SEGMENT = 2000  # seed: read_file lines per segment (hard cap, limit is clamped)
+READ_BYTES_PER_SEGMENT = 1 * MIB  # seed: read_file bytes per segment (~1 MiB)
+READ_CHARS_PER_LINE = 2000  # seed: characters per rendered line, then "... (line truncated)"
+# issue 2: every answer stays under ~25k tokens (Claude Code rejects larger tool
+# results). Code averages 3-4 characters per token, so 64 KiB of rendered text is
+# about 16-22k tokens and leaves room for the framing.
+ANSWER_BYTES = 64 * KIB
+MAX_FILE_BYTES = 16 * MIB  # seed: file size that can be read or edited
+BINARY_SNIFF_BYTES = 8 * KIB  # seed: binary detection window (NUL in the first 8 KiB)
+READ_FILES_MAX_PATHS = 50  # ours: one read_files call; more is a listing, not a batch
+# ours: raw bytes per read_binary_file call. Base64 grows by 4/3 and tokenizes at
+# roughly 1.5 characters per token, so 48 KiB stays inside the answer budget.
+READ_BINARY_CHUNK_BYTES = 48 * KIB
+# ours: images are returned as MCP image content, which clients do not count as
+# text tokens; 5 MiB matches the largest image the common chat clients accept.
+READ_IMAGE_MAX_BYTES = 5 * MIB
+WRITE_MAX_BYTES = MAX_FILE_BYTES  # seed: the same 16 MiB bound applies to what we write
+
+# --- containment -------------------------------------------------------------
+# ours: the same bound as Linux's MAXSYMLINKS (40), so a symlink chain that the
+# kernel would refuse is refused here too, and a loop ends.
+SYMLINK_HOPS = 40
+PATH_MAX_CHARS = 4096  # ours: PATH_MAX on Linux; longer input is refused before any syscall
+
+# --- search and listing (seed) -------------------------------------------------
+GREP_DEFAULT_RESULTS = 100
+GREP_MAX_RESULTS = 1000
+GREP_BYTES_PER_FILE = 1 * MIB
+LIST_DEFAULT_ENTRIES = 500
+LIST_MAX_ENTRIES = 5000
+LIST_DEFAULT_DEPTH = 6
+LIST_MAX_DEPTH = 12
+IGNORED_DIRS = (".git", "node_modules", ".cache", ".workspace-mcp")
+
+# --- state ---------------------------------------------------------------------
+STATE_DIR_NAME = ".workspace-mcp"  # seed: per-workspace state directory
+
+# --- shutdown ------------------------------------------------------------------
+# ours: how long a signal-triggered shutdown waits for cleanup before exiting anyway,
+# so a stuck cleanup can never keep a desktop client's server process alive.
+SHUTDOWN_CLEANUP_SECONDS = 5.0

@@ -1,0 +1,14 @@
+"""The server instructions sent to clients at initialize."""
+
+INSTRUCTIONS = """\
+Workspace tools for reading, searching and editing files in the configured project \
+workspaces. Paths are workspace-relative; call workspace_list to see the workspaces \
+and pass `workspace` to target one other than the primary.
+
+Reading: read_file returns numbered lines `N: text`; when an answer is truncated it \
+says which `offset` continues it. Binary files: read_binary_file.
+
+Session convention: at the start of a session, call work_log (what happened recently) \
+and recall (notes saved deliberately) to recover context. After finishing a chunk of \
+work, call remember with what changed and what should happen next.
+"""

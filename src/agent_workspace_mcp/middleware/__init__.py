@@ -1,0 +1,1 @@
+"""FastMCP middleware: cross-cutting behaviour applied once to every tool call."""

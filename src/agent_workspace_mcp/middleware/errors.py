@@ -1,0 +1,82 @@
+"""The one place that turns any failure into the single sentence a model sees.
+
+Expected failures already arrive as `ToolError`s with one sentence (see
+`tools.base.shaped`). This middleware handles the rest: argument-validation errors,
+which FastMCP renders as a multi-line pydantic dump, become one sentence naming the
+argument; unexpected exceptions become a generic sentence while their traceback stays
+on stderr. It re-raises `ToolError`, so results remain `isError` (never JSON-RPC errors).
+"""
+
+import logging
+import re
+from typing import Any
+
+from fastmcp.exceptions import ToolError, ValidationError
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from pydantic import ValidationError as PydanticValidationError
+
+log = logging.getLogger("agent_workspace_mcp")
+
+
+def one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _arg_name(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p != "call" and not str(p).startswith("call[")]
+    name = parts[0] if parts else "arguments"
+    for part in parts[1:]:
+        name += f"[{part}]" if part.isdigit() else f".{part}"
+    return name
+
+
+def describe_validation(tool: str, exc: PydanticValidationError, valid: list[str]) -> str:
+    problems = []
+    for error in exc.errors()[:3]:
+        name = _arg_name(tuple(error.get("loc", ())))
+        kind = error.get("type", "")
+        if kind == "missing_argument" or kind == "missing":
+            problems.append(f"missing required argument '{name}'")
+        elif kind == "unexpected_keyword_argument" or kind == "extra_forbidden":
+            hint = f" (valid: {', '.join(valid)})" if valid else ""
+            problems.append(f"unknown argument '{name}'{hint}")
+        else:
+            message = str(error.get("msg", "is invalid"))
+            problems.append(f"'{name}': {message[0].lower() + message[1:]}")
+    more = len(exc.errors()) - len(problems)
+    if more > 0:
+        problems.append(f"{more} more")
+    return f"invalid arguments for {tool}: " + "; ".join(problems)
+
+
+class ErrorShapingMiddleware(Middleware):
+    async def on_call_tool(self, context: MiddlewareContext, call_next):
+        name = context.message.name
+        try:
+            return await call_next(context)
+        except ValidationError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, PydanticValidationError):
+                valid = await self._argument_names(context)
+                raise ToolError(describe_validation(name, cause, valid)) from None
+            raise ToolError(f"invalid arguments for {name}: {one_line(str(exc))}") from None
+        except ToolError as exc:
+            cause = exc.__cause__
+            if cause is None:
+                message = one_line(str(exc))
+                if message == str(exc):
+                    raise
+                raise ToolError(message) from None
+            # FastMCP wrapped an unexpected exception; it already logged the traceback.
+            log.debug("tool %s failed unexpectedly: %r", name, cause)
+            raise ToolError(
+                f"internal error in {name} ({type(cause).__name__}); the server log has details"
+            ) from None
+
+    @staticmethod
+    async def _argument_names(context: MiddlewareContext) -> list[str]:
+        ctx = context.fastmcp_context
+        if ctx is None:
+            return []
+        tool = await ctx.fastmcp.get_tool(context.message.name)
+        return list((tool.parameters or {}).get("properties", {})) if tool else []

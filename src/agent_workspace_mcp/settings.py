@@ -1,0 +1,70 @@
+"""The server's configuration, as one plain value.
+
+`Settings` is what `create_server()` takes, so a test or another program can build
+the server without a command line. `settings_from_sources()` is how the CLI fills it:
+flags over environment over `.env` over defaults. Nothing here imports FastMCP, so
+`--help` and usage errors stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that shapes one server instance.
+
+    root: primary workspace (`--root`); None means the cwd when no workspaces are given.
+    workspaces: extra named roots, in order (`--workspace NAME=DIR`).
+    unconfined: use paths exactly as given (persona mode); `cwd` is chdir'd first.
+    read_only: register only tools that do not modify anything.
+    """
+
+    root: str | None = None
+    workspaces: Sequence[tuple[str, str]] = ()
+    unconfined: bool = False
+    cwd: str | None = None
+    read_only: bool = False
+    log_level: str = "WARNING"
+    # transport (used by the CLI; create_server ignores them)
+    http: bool = False
+    host: str = "127.0.0.1"
+    port: int = 3333
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+
+def parse_workspace_flag(value: str) -> tuple[str, str]:
+    """`NAME=DIR` as the backbone document spells it; a missing `=` aborts start-up."""
+    if "=" not in value:
+        raise ConfigError(f'--workspace expects NAME=DIR, got "{value}"')
+    name, path = value.split("=", 1)
+    if not path:
+        raise ConfigError(f'--workspace "{name}" has an empty path')
+    return name, path
+
+
+def truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def read_dotenv(path: str = ".env") -> dict[str, str]:
+    """Values from a `.env` file in the cwd, without touching `os.environ`.
+
+    Loaded into a separate mapping so the real environment keeps precedence.
+    """
+    if not os.path.isfile(path):
+        return {}
+    from dotenv import dotenv_values
+
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def layered_env(environ: Mapping[str, str] | None = None, dotenv_path: str = ".env") -> dict[str, str]:
+    env = read_dotenv(dotenv_path)
+    env.update(os.environ if environ is None else environ)
+    return env

@@ -1,0 +1,1 @@
+"""Tool modules, one per family; each exposes `register(app, services)`."""

@@ -1,0 +1,66 @@
+"""How every tool module registers a tool: annotations, tags and error shaping.
+
+Tool bodies raise core `WorkspaceError`s; `shaped()` turns them into FastMCP
+`ToolError`s carrying the same one sentence, before FastMCP's own handler would log
+a traceback for an expected failure. Anything else propagates and is reduced to one
+sentence by the error middleware, with the traceback on stderr only.
+"""
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from ..core.errors import WorkspaceError, describe_os_error
+
+log = logging.getLogger("agent_workspace_mcp")
+
+WorkspaceArg = Annotated[
+    str | None,
+    Field(description="Workspace name from workspace_list; omit for the primary workspace."),
+]
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
+# Creates or changes workspace data; may overwrite (the seed marks write/edit tools so).
+DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+# Adds without replacing anything (make_directory).
+ADDITIVE = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+)
+
+READ_TAG = "read"
+WRITE_TAG = "write"
+
+
+def shaped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Re-raise core errors as ToolError with the same sentence (no traceback logged)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except WorkspaceError as exc:
+            raise ToolError(str(exc)) from None
+        except OSError as exc:
+            log.warning("tool %s: %r", fn.__name__, exc)
+            raise ToolError(describe_os_error(exc)) from None
+
+    return wrapper
+
+
+def add_tool(
+    app: FastMCP,
+    fn: Callable[..., Any],
+    *,
+    annotations: ToolAnnotations,
+    title: str | None = None,
+) -> None:
+    tag = READ_TAG if annotations.readOnlyHint else WRITE_TAG
+    # output_schema=None: a `-> str` tool would otherwise also send its text as
+    # structuredContent, doubling every answer on the wire.
+    app.tool(shaped(fn), annotations=annotations, title=title, tags={tag}, output_schema=None)

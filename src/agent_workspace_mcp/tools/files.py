@@ -1,0 +1,322 @@
+"""File tools: read, write, create directories, delete, move, describe.
+
+Thin by design: every path goes through `locate()` (the containment walk) and every
+byte through `core.textio`; this module validates arguments and shapes answers for a
+model that pays for each token: relative paths, one-line confirmations, explicit
+truncation markers with the argument that continues.
+"""
+
+import base64
+import binascii
+import posixpath
+from datetime import datetime, timezone
+from typing import Annotated
+
+from fastmcp import FastMCP
+from fastmcp.utilities.types import Image
+from pydantic import Field
+
+from ..core import fileops, limits
+from ..core.containment import locate
+from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
+from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
+from ..services import Services
+from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool
+
+PathArg = Annotated[
+    str,
+    Field(description="Workspace-relative path (an absolute path inside the workspace also works)."),
+]
+
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+)
+
+
+def image_format(head: bytes) -> str | None:
+    for magic, fmt in _IMAGE_MAGIC:
+        if head.startswith(magic):
+            return fmt
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    return None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as editors and grep count them: only "\\n" breaks a line."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def render_numbered(
+    lines: list[str], offset: int, limit: int, budget: int = limits.ANSWER_BYTES
+) -> tuple[str, int]:
+    """`N: text` lines from `offset` (1-based), at most `limit` lines and `budget` bytes.
+
+    Returns the text and the last line number shown. The first requested line is
+    always shown (a single line is capped at READ_CHARS_PER_LINE characters).
+    """
+    out: list[str] = []
+    used = 0
+    last = offset - 1
+    end = min(len(lines), offset - 1 + limit)
+    for index in range(offset - 1, end):
+        line = lines[index]
+        if len(line) > limits.READ_CHARS_PER_LINE:
+            line = line[: limits.READ_CHARS_PER_LINE] + "... (line truncated)"
+        rendered = f"{index + 1}: {line}"
+        size = len(rendered.encode("utf-8", "surrogatepass")) + 1
+        if out and used + size > budget:
+            break
+        out.append(rendered)
+        used += size
+        last = index + 1
+    return "\n".join(out), last
+
+
+def read_text_answer(
+    services: Services, path: str, offset: int, limit: int, workspace: str | None,
+    budget: int = limits.ANSWER_BYTES,
+) -> str:
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path) as loc:
+        data, _ = read_bytes(loc)
+        doc = decode_text(data, loc.display)
+    lines = split_lines(doc.text)
+    total = len(lines)
+    if total == 0:
+        return f"(empty file: {loc.display})"
+    if offset > total:
+        raise InvalidArgumentError(
+            f"{loc.display}: offset {offset} is past the end of the file ({total} lines)"
+        )
+    limit = min(limit, limits.READ_LINES_PER_SEGMENT)
+    body, last = render_numbered(lines, offset, limit, min(budget, limits.READ_BYTES_PER_SEGMENT))
+    if last < total:
+        body += f"\n... (truncated at line {last} of {total}; continue with offset={last + 1})"
+    return body
+
+
+def register(app: FastMCP, services: Services) -> None:
+    registry = services.workspaces
+
+    def read_file(
+        path: PathArg,
+        offset: Annotated[int, Field(ge=1, description="First line to return, 1-based.")] = 1,
+        limit: Annotated[
+            int,
+            Field(ge=1, description=f"Maximum lines to return (capped at {limits.READ_LINES_PER_SEGMENT})."),
+        ] = limits.READ_LINES_PER_SEGMENT,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Read a text file as numbered lines `N: text`.
+
+        Long files stop at a line or size budget with a marker that names the
+        `offset` to continue from. Binary files are refused (use read_binary_file).
+        """
+        return read_text_answer(services, path, offset, limit, workspace)
+
+    def read_files(
+        paths: Annotated[
+            list[str],
+            Field(min_length=1, max_length=limits.READ_FILES_MAX_PATHS, description="Paths to read."),
+        ],
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Read several text files in one call; each is answered (or fails) on its own.
+
+        Output blocks start with `==> path <==`. The answer shares one size budget;
+        files past it are named with a hint to read them separately.
+        """
+        budget = limits.ANSWER_BYTES
+        blocks: list[str] = []
+        for index, path in enumerate(paths):
+            if budget <= 0:
+                rest = ", ".join(paths[index:])
+                blocks.append(f"... (answer budget reached; read separately: {rest})")
+                break
+            try:
+                body = read_text_answer(services, path, 1, limits.READ_LINES_PER_SEGMENT, workspace, budget)
+            except WorkspaceError as exc:
+                body = f"error: {exc}"
+            blocks.append(f"==> {path} <==\n{body}")
+            budget -= len(body.encode("utf-8", "surrogatepass"))
+        return "\n".join(blocks)
+
+    def read_binary_file(
+        path: PathArg,
+        offset: Annotated[int, Field(ge=0, description="Byte offset to start at.")] = 0,
+        length: Annotated[
+            int | None,
+            Field(ge=1, description=f"Bytes to return (default and cap {limits.READ_BINARY_CHUNK_BYTES})."),
+        ] = None,
+        workspace: WorkspaceArg = None,
+    ) -> str | list:
+        """Read raw bytes as base64. PNG, JPEG, GIF and WebP images come back as image content."""
+        ws = registry.get(workspace)
+        with locate(ws, path) as loc:
+            head, st = read_range(loc, 0, 16)
+            fmt = image_format(head)
+            if fmt and offset == 0 and length is None:
+                if st.st_size > limits.READ_IMAGE_MAX_BYTES:
+                    raise TooLargeError(
+                        f"{loc.display}: image is too large ({format_size(st.st_size)}; "
+                        f"the limit is {format_size(limits.READ_IMAGE_MAX_BYTES)})"
+                    )
+                data, st = read_bytes(loc, limits.READ_IMAGE_MAX_BYTES)
+                return [f"{loc.display}: {fmt} image, {format_size(len(data))}", Image(data=data, format=fmt)]
+            want = min(length or limits.READ_BINARY_CHUNK_BYTES, limits.READ_BINARY_CHUNK_BYTES)
+            data, st = read_range(loc, offset, want)
+        end = offset + len(data)
+        header = f"{loc.display}: bytes {offset}-{end} of {st.st_size}"
+        if end < st.st_size:
+            header += f" (more: offset={end})"
+        return f"{header}\nbase64:\n{base64.b64encode(data).decode('ascii')}"
+
+    def write_file(
+        path: PathArg,
+        content: Annotated[str, Field(description="The complete new file content.")],
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Create or overwrite a text file (parent directories are created).
+
+        Atomic: the old file stays whole if anything fails. An existing file keeps
+        its permissions, its CRLF line endings and its UTF-8 BOM.
+        """
+        ws = registry.get(workspace)
+        with locate(ws, path, create_parents=True) as loc:
+            doc = _existing_conventions(loc)
+            data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
+            _check_write_size(loc.display, len(data))
+            existed = atomic_write(loc, data)
+        kept = ""
+        if doc and doc.newline == "\r\n":
+            kept = ", kept CRLF line endings"
+        if doc and doc.bom:
+            kept += ", kept UTF-8 BOM"
+        verb = "Updated" if existed else "Created"
+        return f"{verb} {loc.display} ({len(data)} bytes{kept})"
+
+    def write_binary_file(
+        path: PathArg,
+        contentBase64: Annotated[str, Field(description="The complete file content, base64-encoded.")],  # noqa: N803
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Create or overwrite a file with raw bytes given as base64 (atomic; parents created)."""
+        try:
+            data = base64.b64decode(contentBase64, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidArgumentError("contentBase64 is not valid base64") from None
+        ws = registry.get(workspace)
+        with locate(ws, path, create_parents=True) as loc:
+            _check_write_size(loc.display, len(data))
+            existed = atomic_write(loc, data)
+        return f"{'Updated' if existed else 'Created'} {loc.display} ({len(data)} bytes)"
+
+    def make_directory(path: PathArg, workspace: WorkspaceArg = None) -> str:
+        """Create a directory and any missing parents. An existing directory is not an error."""
+        ws = registry.get(workspace)
+        with locate(ws, path, create_parents=True) as loc:
+            created = fileops.make_directory(loc)
+        return f"Created directory {loc.display}" if created else f"Directory {loc.display} already exists"
+
+    def delete_path(
+        path: PathArg,
+        recursive: Annotated[
+            bool, Field(description="Required to delete a non-empty directory.")
+        ] = False,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Delete a file, a symlink (not its target) or a directory. Never the workspace root."""
+        ws = registry.get(workspace)
+        with locate(ws, path, follow_final=False) as loc:
+            what = fileops.delete(loc, recursive=recursive)
+        return f"Deleted {loc.display} ({what})"
+
+    def move_path(
+        source: PathArg,
+        destination: PathArg,
+        overwrite: Annotated[bool, Field(description="Replace an existing destination.")] = False,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Move or rename a file or directory inside the workspace (parents of the destination are created)."""
+        ws = registry.get(workspace)
+        with locate(ws, source, follow_final=False) as src, locate(
+            ws, destination, follow_final=False, create_parents=True
+        ) as dst:
+            fileops.move(src, dst, overwrite=overwrite)
+        return f"Moved {src.display} -> {dst.display}"
+
+    def rename_path(
+        path: PathArg,
+        newName: Annotated[str, Field(description="New name in the same directory (no '/').")],  # noqa: N803
+        overwrite: Annotated[bool, Field(description="Replace an existing entry of that name.")] = False,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Rename a file or directory within its directory."""
+        if not newName or "/" in newName or newName in (".", ".."):
+            raise InvalidArgumentError("newName must be a plain file name without '/'")
+        ws = registry.get(workspace)
+        with locate(ws, path, follow_final=False) as src:
+            if src.is_root:
+                raise InvalidArgumentError("refusing to rename the workspace root itself")
+            parent = posixpath.dirname(src.display)
+            target = posixpath.join(parent, newName) if parent else newName
+            with locate(ws, target, follow_final=False) as dst:
+                fileops.move(src, dst, overwrite=overwrite)
+        return f"Renamed {src.display} -> {dst.display}"
+
+    def file_info(path: PathArg, workspace: WorkspaceArg = None) -> str:
+        """Type, size, modification time and mode; for files also binary/text, line count and sha256."""
+        ws = registry.get(workspace)
+        with locate(ws, path, follow_final=False) as loc:
+            info = fileops.describe(loc)
+        mtime = datetime.fromtimestamp(info.mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        rows = [
+            f"path: {loc.display}",
+            f"type: {info.kind}" + (f" -> {info.link_target}" if info.link_target else ""),
+            f"size: {info.size} bytes",
+            f"modified: {mtime}",
+            f"mode: {info.mode:04o}",
+        ]
+        if info.binary is not None:
+            rows.append("content: binary" if info.binary else f"content: text, {info.lines} lines")
+        if info.sha256:
+            rows.append(f"sha256: {info.sha256}")
+        return "\n".join(rows)
+
+    add_tool(app, read_file, annotations=READ_ONLY, title="Read file")
+    add_tool(app, read_files, annotations=READ_ONLY, title="Read files")
+    add_tool(app, read_binary_file, annotations=READ_ONLY, title="Read binary file")
+    add_tool(app, file_info, annotations=READ_ONLY, title="File info")
+    add_tool(app, write_file, annotations=DESTRUCTIVE, title="Write file")
+    add_tool(app, write_binary_file, annotations=DESTRUCTIVE, title="Write binary file")
+    add_tool(app, make_directory, annotations=ADDITIVE, title="Make directory")
+    add_tool(app, delete_path, annotations=DESTRUCTIVE, title="Delete path")
+    add_tool(app, move_path, annotations=DESTRUCTIVE, title="Move path")
+    add_tool(app, rename_path, annotations=DESTRUCTIVE, title="Rename path")
+
+
+def _existing_conventions(loc) -> TextDoc | None:
+    """The line-ending and BOM conventions of the file being replaced, if it is text."""
+    st = loc.lstat()
+    if st is None or not (st.st_mode & 0o170000 == 0o100000) or st.st_size > limits.MAX_FILE_BYTES:
+        return None
+    try:
+        data, _ = read_bytes(loc)
+        return decode_text(data, loc.display)
+    except WorkspaceError:
+        return None
+
+
+def _check_write_size(display: str, size: int) -> None:
+    if size > limits.WRITE_MAX_BYTES:
+        raise TooLargeError(
+            f"{display}: content is too large ({format_size(size)}; "
+            f"the limit is {format_size(limits.WRITE_MAX_BYTES)})"
+        )

@@ -1,0 +1,40 @@
+"""`workspace_list`: which roots this server serves, and their state at a glance."""
+
+import json
+import os
+
+from fastmcp import FastMCP
+
+from ..services import Services
+from .base import READ_ONLY, add_tool
+
+
+def active_change(state_dir: str) -> str | None:
+    """The active change id from `state.json`, or None (missing or unreadable state)."""
+    try:
+        with open(os.path.join(state_dir, "state.json"), encoding="utf-8") as handle:
+            value = json.load(handle).get("activeChange")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def register(app: FastMCP, services: Services) -> None:
+    def workspace_list() -> str:
+        """List the workspaces: name, root, (primary), whether state exists, active change."""
+        rows = []
+        for ws in services.workspaces:
+            row = f"{ws.name}  {ws.base if not ws.confined else ws.root}"
+            if ws.primary:
+                row += "  (primary)"
+            if not ws.confined:
+                row += "  (unconfined)"
+            has_state = os.path.isdir(ws.state_dir)
+            row += "  state: yes" if has_state else "  state: none"
+            change = active_change(ws.state_dir) if has_state else None
+            if change:
+                row += f"  active change: {change}"
+            rows.append(row)
+        return "\n".join(rows)
+
+    add_tool(app, workspace_list, annotations=READ_ONLY, title="List workspaces")

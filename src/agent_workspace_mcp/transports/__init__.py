@@ -1,0 +1,1 @@
+"""Transports: stdio (default) and Streamable HTTP."""
