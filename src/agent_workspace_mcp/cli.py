@@ -48,21 +48,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--version", action="version", version=f"{PROG} {package_version()}")
     ws = parser.add_argument_group("workspaces")
-    ws.add_argument("--root", metavar="DIR", help="primary workspace, named 'default' (default: cwd)")
     ws.add_argument(
-        "--workspace", metavar="NAME=DIR", action="append", default=[],
+        "--root", metavar="DIR", help="primary workspace, named 'default' (default: cwd)"
+    )
+    ws.add_argument(
+        "--workspace",
+        metavar="NAME=DIR",
+        action="append",
+        default=[],
         help="add a named workspace (repeatable); names match ^[a-z0-9][a-z0-9_-]*$",
     )
     ws.add_argument(
-        "--unconfined", action="store_true", default=None,
+        "--unconfined",
+        action="store_true",
+        default=None,
         help="full-machine mode: paths are used exactly as given (no workspace boundary)",
     )
     ws.add_argument(
-        "--read-only", action="store_true", default=None,
+        "--read-only",
+        action="store_true",
+        default=None,
         help="register only tools that change nothing",
     )
     parser.add_argument(
-        "--log-level", metavar="LEVEL", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        "--log-level",
+        metavar="LEVEL",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="stderr log level (default WARNING)",
     )
     return parser
@@ -77,10 +88,18 @@ def settings_from_sources(
     root = args.root if args.root is not None else env.get("WORKSPACE_MCP_ROOT") or None
     workspace_flags = list(args.workspace)
     if not workspace_flags and env.get("WORKSPACE_MCP_WORKSPACES"):
-        workspace_flags = [w.strip() for w in env["WORKSPACE_MCP_WORKSPACES"].split(",") if w.strip()]
+        workspace_flags = [
+            w.strip() for w in env["WORKSPACE_MCP_WORKSPACES"].split(",") if w.strip()
+        ]
     workspaces = [parse_workspace_flag(w) for w in workspace_flags]
-    unconfined = args.unconfined if args.unconfined is not None else truthy(env.get("WORKSPACE_MCP_UNCONFINED"))
-    read_only = args.read_only if args.read_only is not None else truthy(env.get("WORKSPACE_MCP_READ_ONLY"))
+    unconfined = (
+        args.unconfined
+        if args.unconfined is not None
+        else truthy(env.get("WORKSPACE_MCP_UNCONFINED"))
+    )
+    read_only = (
+        args.read_only if args.read_only is not None else truthy(env.get("WORKSPACE_MCP_READ_ONLY"))
+    )
     if unconfined and (root is not None or workspaces):
         raise ConfigError("--unconfined cannot be combined with --root or --workspace")
     log_level = args.log_level or env.get("WORKSPACE_MCP_LOG_LEVEL", "WARNING").upper()
@@ -101,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 os.chdir(settings.cwd)
             except OSError as exc:
-                raise ConfigError(f"WORKSPACE_CWD cannot be entered: {settings.cwd} ({exc.strerror})") from None
+                raise ConfigError(
+                    f"WORKSPACE_CWD cannot be entered: {settings.cwd} ({exc.strerror})"
+                ) from None
         from .server import build
 
         app, services = build(settings)

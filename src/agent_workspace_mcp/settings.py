@@ -64,7 +64,9 @@ def read_dotenv(path: str = ".env") -> dict[str, str]:
     return {k: v for k, v in dotenv_values(path).items() if v is not None}
 
 
-def layered_env(environ: Mapping[str, str] | None = None, dotenv_path: str = ".env") -> dict[str, str]:
+def layered_env(
+    environ: Mapping[str, str] | None = None, dotenv_path: str = ".env"
+) -> dict[str, str]:
     env = read_dotenv(dotenv_path)
     env.update(os.environ if environ is None else environ)
     return env

@@ -18,6 +18,7 @@ real repositories contain those; the walk gives the same guarantee portably.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import posixpath
@@ -153,6 +154,10 @@ def locate(
     """
     user_path = _check_input(user_path)
     shown = display_path(ws, user_path)
+    if ws.confined and _climbs_out(user_path):
+        # Refused before touching the disk, so the answer is the same whether or not
+        # the intermediate directories exist (no probing of what lies outside).
+        raise OutsideWorkspaceError(user_path)
     if user_path.startswith("/"):
         start = _strip_root(ws, user_path)
         if start is None:
@@ -160,6 +165,16 @@ def locate(
     else:
         start = (_strip_root(ws, ws.base) or []) + _split(user_path)
     return _walk(ws, start, user_path, shown, follow_final, create_parents)
+
+
+def _climbs_out(user_path: str) -> bool:
+    """Whether `..` lexically climbs above where the path starts (the root or the base)."""
+    depth = 0
+    for part in _split(user_path.lstrip("/")):
+        depth += -1 if part == ".." else 1
+        if depth < 0:
+            return True
+    return False
 
 
 def _walk(
@@ -222,10 +237,9 @@ def _walk(
             except FileNotFoundError:
                 if not create_parents:
                     raise NotFoundError(f"{shown}: parent directory not found") from None
-                try:
+                # A racing creator may win; the O_NOFOLLOW re-open below decides.
+                with contextlib.suppress(FileExistsError):
                     os.mkdir(comp, 0o777, dir_fd=fds[-1])
-                except FileExistsError:
-                    pass  # raced with another creator; the re-open below decides
                 pending.appendleft(comp)
                 continue
             except OSError as exc:

@@ -76,6 +76,7 @@ _ERRNO_SENTENCES = {
     errno.EMFILE: "the server has too many open files; retry shortly",
     errno.ELOOP: "too many levels of symbolic links",
     errno.EINVAL: "invalid argument for this operation",
+    errno.EFBIG: "file too large",
 }
 
 

@@ -96,9 +96,8 @@ def delete(loc: Located, *, recursive: bool) -> str:
                     os.rmdir(loc.name, dir_fd=loc.dir_fd)
                 except OSError as exc:
                     if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                        raise WorkspaceError(
-                            f"{loc.display}: directory is not empty; pass recursive=true to delete it"
-                        ) from None
+                        hint = "directory is not empty; pass recursive=true to delete it"
+                        raise WorkspaceError(f"{loc.display}: {hint}") from None
                     raise
                 return "directory"
             count = remove_tree(loc.dir_fd, loc.name)
@@ -136,7 +135,9 @@ def move(src: Located, dst: Located, *, overwrite: bool) -> None:
                 f"cannot move {src.display} into itself ({dst.display})"
             ) from None
         if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-            raise WorkspaceError(f"{dst.display}: is a non-empty directory; cannot replace it") from None
+            raise WorkspaceError(
+                f"{dst.display}: is a non-empty directory; cannot replace it"
+            ) from None
         raise WorkspaceError(describe_os_error(exc, src.display)) from None
 
 
@@ -183,8 +184,13 @@ def describe(loc: Located) -> FileInfo:
     binary = is_binary(head)
     lines = None if binary else newlines + (1 if last and last != b"\n" else 0)
     return FileInfo(
-        kind, st.st_size, st.st_mtime, stat.S_IMODE(st.st_mode),
-        binary=binary, lines=lines, sha256=digest.hexdigest(),
+        kind,
+        st.st_size,
+        st.st_mtime,
+        stat.S_IMODE(st.st_mode),
+        binary=binary,
+        lines=lines,
+        sha256=digest.hexdigest(),
     )
 
 

@@ -14,6 +14,7 @@ whole and a concurrent reader sees either the old or the new content.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import os
 import secrets
@@ -66,7 +67,7 @@ def kind_of(mode: int) -> str:
 def open_regular(loc: Located) -> tuple[int, os.stat_result]:
     """Open the located regular file for reading; refuse anything else with one sentence."""
     if loc.is_root:
-        raise WrongTypeError(f"{loc.display}: is a directory")
+        raise WrongTypeError(f"{loc.display}: is a directory, not a regular file")
     try:
         fd = os.open(loc.name, _READ_FLAGS, dir_fd=loc.dir_fd)
     except FileNotFoundError:
@@ -76,7 +77,9 @@ def open_regular(loc: Located) -> tuple[int, os.stat_result]:
             # locate() resolved the link; a link here means it was swapped in since.
             raise WorkspaceError(f"{loc.display}: changed while being opened; retry") from None
         if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing
-            raise WrongTypeError(f"{loc.display}: is a socket or FIFO, not a regular file") from None
+            raise WrongTypeError(
+                f"{loc.display}: is a socket or FIFO, not a regular file"
+            ) from None
         raise WorkspaceError(describe_os_error(exc, loc.display)) from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -104,7 +107,9 @@ def read_bytes(loc: Located, max_bytes: int = MAX_FILE_BYTES) -> tuple[bytes, os
             remaining -= len(chunk)
         data = b"".join(chunks)
         if len(data) > max_bytes:
-            raise TooLargeError(f"{loc.display}: file grew past {format_size(max_bytes)} while being read")
+            raise TooLargeError(
+                f"{loc.display}: file grew past {format_size(max_bytes)} while being read"
+            )
         return data, st
     finally:
         os.close(fd)
@@ -188,7 +193,11 @@ def atomic_write(loc: Located, data: bytes, *, mode: int | None = None) -> bool:
     existing = loc.lstat()
     if existing is not None and stat.S_ISDIR(existing.st_mode):
         raise WrongTypeError(f"{loc.display}: is a directory")
-    if existing is not None and not stat.S_ISREG(existing.st_mode) and not stat.S_ISLNK(existing.st_mode):
+    if (
+        existing is not None
+        and not stat.S_ISREG(existing.st_mode)
+        and not stat.S_ISLNK(existing.st_mode)
+    ):
         raise WrongTypeError(f"{loc.display}: is a {kind_of(existing.st_mode)}, not a regular file")
     keep_regular = existing is not None and stat.S_ISREG(existing.st_mode)
     if mode is None:
@@ -217,15 +226,12 @@ def atomic_write(loc: Located, data: bytes, *, mode: int | None = None) -> bool:
             os.close(fd)
         os.rename(tmp, loc.name, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
     except BaseException as exc:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=loc.dir_fd)
-        except OSError:
-            pass
         if isinstance(exc, OSError):
             raise WorkspaceError(describe_os_error(exc, loc.display)) from None
         raise
-    try:
+    # Some file systems refuse fsync on directories; the rename is done either way.
+    with contextlib.suppress(OSError):
         os.fsync(loc.dir_fd)
-    except OSError:
-        pass  # some file systems refuse fsync on directories; the rename is done
     return existing is not None

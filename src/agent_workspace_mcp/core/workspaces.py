@@ -78,9 +78,7 @@ class WorkspaceRegistry:
         self.primary = primaries[0]
 
     @classmethod
-    def confined(
-        cls, root: str | None, extra: Iterable[tuple[str, str]] = ()
-    ) -> WorkspaceRegistry:
+    def confined(cls, root: str | None, extra: Iterable[tuple[str, str]] = ()) -> WorkspaceRegistry:
         """Build the registry with the backbone document's rules.
 
         `--root` is the primary named `default`; without it the first `--workspace`

@@ -61,7 +61,9 @@ def _maybe_json(value: Any, wanted: type) -> Any:
     return value
 
 
-def _repair_object(value: dict[str, Any], schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def _repair_object(
+    value: dict[str, Any], schema: dict[str, Any], defs: dict[str, Any]
+) -> dict[str, Any]:
     properties: dict[str, Any] = schema.get("properties", {})
     if not properties:
         return value

@@ -25,12 +25,12 @@ WorkspaceArg = Annotated[
     Field(description="Workspace name from workspace_list; omit for the primary workspace."),
 ]
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, destructiveHint=False, openWorldHint=False)
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 # Creates or changes workspace data; may overwrite (the seed marks write/edit tools so).
-DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, openWorldHint=False)
+DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 # Adds without replacing anything (make_directory).
 ADDITIVE = ToolAnnotations(
-    readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 
 READ_TAG = "read"
@@ -45,10 +45,11 @@ def shaped(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except WorkspaceError as exc:
-            raise ToolError(str(exc)) from None
+            # An agent's mistake, not a server fault: log it at INFO, not ERROR.
+            raise ToolError(str(exc), log_level=logging.INFO) from None
         except OSError as exc:
             log.warning("tool %s: %r", fn.__name__, exc)
-            raise ToolError(describe_os_error(exc)) from None
+            raise ToolError(describe_os_error(exc), log_level=logging.INFO) from None
 
     return wrapper
 
@@ -60,7 +61,7 @@ def add_tool(
     annotations: ToolAnnotations,
     title: str | None = None,
 ) -> None:
-    tag = READ_TAG if annotations.readOnlyHint else WRITE_TAG
+    tag = READ_TAG if annotations.read_only_hint else WRITE_TAG
     # output_schema=None: a `-> str` tool would otherwise also send its text as
     # structuredContent, doubling every answer on the wire.
     app.tool(shaped(fn), annotations=annotations, title=title, tags={tag}, output_schema=None)

@@ -9,6 +9,7 @@ truncation markers with the argument that continues.
 import base64
 import binascii
 import posixpath
+import stat
 from datetime import datetime, timezone
 from typing import Annotated
 
@@ -17,7 +18,7 @@ from fastmcp.utilities.types import Image
 from pydantic import Field
 
 from ..core import fileops, limits
-from ..core.containment import locate
+from ..core.containment import Located, locate
 from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
 from ..services import Services
@@ -25,7 +26,9 @@ from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool
 
 PathArg = Annotated[
     str,
-    Field(description="Workspace-relative path (an absolute path inside the workspace also works)."),
+    Field(
+        description="Workspace-relative path (an absolute path inside the workspace also works)."
+    ),
 ]
 
 _IMAGE_MAGIC = (
@@ -80,7 +83,11 @@ def render_numbered(
 
 
 def read_text_answer(
-    services: Services, path: str, offset: int, limit: int, workspace: str | None,
+    services: Services,
+    path: str,
+    offset: int,
+    limit: int,
+    workspace: str | None,
     budget: int = limits.ANSWER_BYTES,
 ) -> str:
     ws = services.workspaces.get(workspace)
@@ -110,7 +117,10 @@ def register(app: FastMCP, services: Services) -> None:
         offset: Annotated[int, Field(ge=1, description="First line to return, 1-based.")] = 1,
         limit: Annotated[
             int,
-            Field(ge=1, description=f"Maximum lines to return (capped at {limits.READ_LINES_PER_SEGMENT})."),
+            Field(
+                ge=1,
+                description=f"Maximum lines to return (capped at {limits.READ_LINES_PER_SEGMENT}).",
+            ),
         ] = limits.READ_LINES_PER_SEGMENT,
         workspace: WorkspaceArg = None,
     ) -> str:
@@ -124,7 +134,9 @@ def register(app: FastMCP, services: Services) -> None:
     def read_files(
         paths: Annotated[
             list[str],
-            Field(min_length=1, max_length=limits.READ_FILES_MAX_PATHS, description="Paths to read."),
+            Field(
+                min_length=1, max_length=limits.READ_FILES_MAX_PATHS, description="Paths to read."
+            ),
         ],
         workspace: WorkspaceArg = None,
     ) -> str:
@@ -141,7 +153,9 @@ def register(app: FastMCP, services: Services) -> None:
                 blocks.append(f"... (answer budget reached; read separately: {rest})")
                 break
             try:
-                body = read_text_answer(services, path, 1, limits.READ_LINES_PER_SEGMENT, workspace, budget)
+                body = read_text_answer(
+                    services, path, 1, limits.READ_LINES_PER_SEGMENT, workspace, budget
+                )
             except WorkspaceError as exc:
                 body = f"error: {exc}"
             blocks.append(f"==> {path} <==\n{body}")
@@ -153,7 +167,10 @@ def register(app: FastMCP, services: Services) -> None:
         offset: Annotated[int, Field(ge=0, description="Byte offset to start at.")] = 0,
         length: Annotated[
             int | None,
-            Field(ge=1, description=f"Bytes to return (default and cap {limits.READ_BINARY_CHUNK_BYTES})."),
+            Field(
+                ge=1,
+                description=f"Bytes to return (default and cap {limits.READ_BINARY_CHUNK_BYTES}).",
+            ),
         ] = None,
         workspace: WorkspaceArg = None,
     ) -> str | list:
@@ -169,7 +186,10 @@ def register(app: FastMCP, services: Services) -> None:
                         f"the limit is {format_size(limits.READ_IMAGE_MAX_BYTES)})"
                     )
                 data, st = read_bytes(loc, limits.READ_IMAGE_MAX_BYTES)
-                return [f"{loc.display}: {fmt} image, {format_size(len(data))}", Image(data=data, format=fmt)]
+                return [
+                    f"{loc.display}: {fmt} image, {format_size(len(data))}",
+                    Image(data=data, format=fmt),
+                ]
             want = min(length or limits.READ_BINARY_CHUNK_BYTES, limits.READ_BINARY_CHUNK_BYTES)
             data, st = read_range(loc, offset, want)
         end = offset + len(data)
@@ -204,7 +224,9 @@ def register(app: FastMCP, services: Services) -> None:
 
     def write_binary_file(
         path: PathArg,
-        contentBase64: Annotated[str, Field(description="The complete file content, base64-encoded.")],  # noqa: N803
+        contentBase64: Annotated[
+            str, Field(description="The complete file content, base64-encoded.")
+        ],
         workspace: WorkspaceArg = None,
     ) -> str:
         """Create or overwrite a file with raw bytes given as base64 (atomic; parents created)."""
@@ -223,7 +245,11 @@ def register(app: FastMCP, services: Services) -> None:
         ws = registry.get(workspace)
         with locate(ws, path, create_parents=True) as loc:
             created = fileops.make_directory(loc)
-        return f"Created directory {loc.display}" if created else f"Directory {loc.display} already exists"
+        return (
+            f"Created directory {loc.display}"
+            if created
+            else f"Directory {loc.display} already exists"
+        )
 
     def delete_path(
         path: PathArg,
@@ -244,18 +270,25 @@ def register(app: FastMCP, services: Services) -> None:
         overwrite: Annotated[bool, Field(description="Replace an existing destination.")] = False,
         workspace: WorkspaceArg = None,
     ) -> str:
-        """Move or rename a file or directory inside the workspace (parents of the destination are created)."""
+        """Move or rename a file or directory inside the workspace.
+
+        Missing parents of the destination are created; an existing destination is
+        only replaced with overwrite=true.
+        """
         ws = registry.get(workspace)
-        with locate(ws, source, follow_final=False) as src, locate(
-            ws, destination, follow_final=False, create_parents=True
-        ) as dst:
+        with (
+            locate(ws, source, follow_final=False) as src,
+            locate(ws, destination, follow_final=False, create_parents=True) as dst,
+        ):
             fileops.move(src, dst, overwrite=overwrite)
         return f"Moved {src.display} -> {dst.display}"
 
     def rename_path(
         path: PathArg,
-        newName: Annotated[str, Field(description="New name in the same directory (no '/').")],  # noqa: N803
-        overwrite: Annotated[bool, Field(description="Replace an existing entry of that name.")] = False,
+        newName: Annotated[str, Field(description="New name in the same directory (no '/').")],
+        overwrite: Annotated[
+            bool, Field(description="Replace an existing entry of that name.")
+        ] = False,
         workspace: WorkspaceArg = None,
     ) -> str:
         """Rename a file or directory within its directory."""
@@ -272,7 +305,10 @@ def register(app: FastMCP, services: Services) -> None:
         return f"Renamed {src.display} -> {dst.display}"
 
     def file_info(path: PathArg, workspace: WorkspaceArg = None) -> str:
-        """Type, size, modification time and mode; for files also binary/text, line count and sha256."""
+        """Type, size, modification time and mode of a path.
+
+        Regular files also report binary or text, the line count and the sha256.
+        """
         ws = registry.get(workspace)
         with locate(ws, path, follow_final=False) as loc:
             info = fileops.describe(loc)
@@ -302,10 +338,10 @@ def register(app: FastMCP, services: Services) -> None:
     add_tool(app, rename_path, annotations=DESTRUCTIVE, title="Rename path")
 
 
-def _existing_conventions(loc) -> TextDoc | None:
+def _existing_conventions(loc: Located) -> TextDoc | None:
     """The line-ending and BOM conventions of the file being replaced, if it is text."""
     st = loc.lstat()
-    if st is None or not (st.st_mode & 0o170000 == 0o100000) or st.st_size > limits.MAX_FILE_BYTES:
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > limits.MAX_FILE_BYTES:
         return None
     try:
         data, _ = read_bytes(loc)

@@ -1,0 +1,40 @@
+"""Shared fixtures: a real temp workspace and a real in-memory FastMCP client."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory next to the workspace holding a secret the tools must never reach."""
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "secret.txt").write_text("top secret\n")
+    return out
+
+
+@asynccontextmanager
+async def open_client(settings: Settings) -> AsyncIterator[Client]:
+    async with Client(create_server(settings)) as client:
+        yield client
+
+
+@pytest.fixture
+async def client(ws: Path) -> AsyncIterator[Client]:
+    async with open_client(Settings(root=str(ws))) as c:
+        yield c

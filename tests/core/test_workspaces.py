@@ -1,0 +1,73 @@
+"""The registry's rules for names, primaries and state directories."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_workspace_mcp.core.errors import ConfigError, UnknownWorkspaceError
+from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+
+
+def test_root_is_default_and_primary(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    reg = WorkspaceRegistry.confined(str(tmp_path / "a"), [("api", str(tmp_path / "b"))])
+    assert reg.primary.name == "default"
+    assert reg.get().root == str(tmp_path / "a")
+    assert reg.get("api").root == str(tmp_path / "b")
+
+
+def test_first_workspace_is_primary_unless_one_is_named_default(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    reg = WorkspaceRegistry.confined(
+        None, [("web", str(tmp_path / "a")), ("api", str(tmp_path / "b"))]
+    )
+    assert reg.primary.name == "web"
+    reg = WorkspaceRegistry.confined(
+        None, [("web", str(tmp_path / "a")), ("default", str(tmp_path / "c"))]
+    )
+    assert reg.primary.name == "default"
+
+
+def test_no_flags_means_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    reg = WorkspaceRegistry.confined(None)
+    assert (reg.primary.name, reg.primary.root) == ("default", str(tmp_path.resolve()))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([("Bad", "a")], 'invalid workspace name "Bad"'),
+        ([("-x", "a")], 'invalid workspace name "-x"'),
+        ([("default", "a")], 'duplicate workspace name "default"'),
+        ([("api", "a"), ("api", "a")], 'duplicate workspace name "api"'),
+        ([("api", "missing")], 'workspace "api" does not exist'),
+    ],
+)
+def test_invalid_configurations_abort(tmp_path: Path, extra, message: str) -> None:
+    (tmp_path / "a").mkdir()
+    extra = [(name, str(tmp_path / path)) for name, path in extra]
+    with pytest.raises(ConfigError, match=message):
+        WorkspaceRegistry.confined(str(tmp_path / "a"), extra)
+
+
+def test_unknown_workspace_lists_the_available_ones(tmp_path: Path) -> None:
+    reg = WorkspaceRegistry.confined(str(tmp_path))
+    with pytest.raises(
+        UnknownWorkspaceError, match=r'unknown workspace "nope"\. Available: default'
+    ):
+        reg.get("nope")
+
+
+def test_state_dir_is_lazy_and_ignores_itself(tmp_path: Path) -> None:
+    ws = WorkspaceRegistry.confined(str(tmp_path)).primary
+    assert not Path(ws.state_dir).exists()
+    path = Path(ws.ensure_state_dir())
+    assert path == tmp_path / ".workspace-mcp"
+    assert (path / ".gitignore").read_text() == "*\n"
+    ws.ensure_state_dir()  # idempotent
+    assert (path / ".gitignore").read_text() == "*\n"

@@ -1,0 +1,121 @@
+"""The real CLI over stdio: the official client, a clean stdout, and clean shutdowns."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "0"},
+    },
+}
+
+
+async def test_official_client_over_stdio(ws: Path) -> None:
+    (ws / "hello.txt").write_text("hello from disk\n")
+    transport = StdioTransport(
+        sys.executable, ["-m", "agent_workspace_mcp", "--root", str(ws)], keep_alive=False
+    )
+    async with Client(transport) as client:
+        result = await client.call_tool("read_file", {"path": "hello.txt"})
+        assert result.content[0].text == "1: hello from disk"
+        bad = await client.call_tool("read_file", {"path": "../etc/passwd"}, raise_on_error=False)
+        assert bad.is_error and bad.content[0].text == "path outside workspace root: ../etc/passwd"
+        await client.call_tool("write_file", {"path": "out.txt", "content": "written"})
+    assert (ws / "out.txt").read_text() == "written"
+
+
+def start_server(ws: Path, *extra: str) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(ws), *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin and proc.stdout
+    proc.stdin.write((json.dumps(INIT) + "\n").encode())
+    proc.stdin.flush()
+    line = proc.stdout.readline()  # the initialize answer: the server is up
+    answer = json.loads(line)
+    assert answer["id"] == 1 and "result" in answer
+    return proc
+
+
+def stop_and_collect(proc: subprocess.Popen, how: str) -> tuple[int, float, str, bytes]:
+    started = time.monotonic()
+    if how == "stdin":
+        proc.stdin.close()
+    else:
+        proc.send_signal(getattr(signal, how))
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"server did not exit within 15 s after {how}")
+    elapsed = time.monotonic() - started
+    stderr = proc.stderr.read().decode()
+    stdout = proc.stdout.read()
+    if how != "stdin":
+        proc.stdin.close()
+    return proc.returncode, elapsed, stderr, stdout
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin"])
+def test_shutdown_is_prompt_and_runs_cleanup(ws: Path, how: str) -> None:
+    proc = start_server(ws)
+    code, elapsed, stderr, stdout = stop_and_collect(proc, how)
+    assert code == 0, stderr
+    assert elapsed < 10
+    reason = "stdin closed" if how == "stdin" else how
+    assert f"stopped ({reason}), cleanup done" in stderr
+    assert "Traceback" not in stderr
+    # stdout carried nothing but protocol messages.
+    for line in stdout.splitlines():
+        assert json.loads(line)["jsonrpc"] == "2.0"
+
+
+def test_stdout_is_protocol_only_even_for_errors(ws: Path) -> None:
+    proc = start_server(ws)
+    requests = [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": "/etc/shadow"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "read_file", "arguments": {"path": 5}},
+        },
+    ]
+    for request in requests:
+        proc.stdin.write((json.dumps(request) + "\n").encode())
+    proc.stdin.flush()
+    answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    code, _, _, rest = stop_and_collect(proc, "stdin")
+    assert code == 0
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[2]["result"]["isError"] is True
+    assert by_id[2]["result"]["content"][0]["text"] == "path outside workspace root: /etc/shadow"
+    assert by_id[3]["result"]["content"][0]["text"].startswith("invalid arguments for read_file:")
+    for line in rest.splitlines():
+        assert json.loads(line)["jsonrpc"] == "2.0"
+    assert os.path.exists(ws)

@@ -1,0 +1,54 @@
+"""Helpers for talking to the server the way a model does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fastmcp import Client
+
+
+class Answer:
+    """A tool result reduced to what a model sees: error flag and the text."""
+
+    def __init__(self, result) -> None:
+        self.is_error = bool(result.is_error)
+        self.content = result.content
+        self.text = "\n".join(
+            getattr(block, "text", "") for block in result.content if getattr(block, "text", None)
+        )
+
+    def __repr__(self) -> str:
+        return f"Answer(is_error={self.is_error}, text={self.text!r})"
+
+
+async def call(client: Client, tool: str, **arguments) -> Answer:
+    return Answer(await client.call_tool(tool, arguments, raise_on_error=False))
+
+
+async def ok(client: Client, tool: str, **arguments) -> str:
+    answer = await call(client, tool, **arguments)
+    assert not answer.is_error, answer.text
+    return answer.text
+
+
+async def fails(client: Client, tool: str, **arguments) -> str:
+    """Assert the call fails with exactly one line and that the server still answers."""
+    answer = await call(client, tool, **arguments)
+    assert answer.is_error, f"expected an error, got: {answer.text}"
+    assert "\n" not in answer.text, f"error is not one line: {answer.text!r}"
+    assert "Traceback" not in answer.text and answer.text.strip(), answer.text
+    assert len(answer.text) < 400, answer.text
+    assert (await call(client, "workspace_list")).is_error is False
+    return answer.text
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file below root with its bytes, for "nothing changed" assertions."""
+    out = {}
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            path = Path(dirpath) / name
+            if not path.is_symlink():
+                out[str(path.relative_to(root))] = path.read_bytes()
+    return out

@@ -1,0 +1,54 @@
+"""Argument repair and validation errors, through the real client."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastmcp import Client
+
+from agent_workspace_mcp.middleware.arguments import snake_to_camel
+from tests.helpers import call, fails, ok
+
+
+def test_snake_to_camel() -> None:
+    assert snake_to_camel("old_string") == "oldString"
+    assert snake_to_camel("replace_all") == "replaceAll"
+    assert snake_to_camel("path") == "path"
+
+
+async def test_array_sent_as_json_string_is_accepted(client: Client, ws: Path) -> None:
+    (ws / "a.txt").write_text("a\n")
+    assert await ok(client, "read_files", paths='["a.txt"]') == "==> a.txt <==\n1: a"
+    # A string that is not a JSON array stays a validation error.
+    message = await fails(client, "read_files", paths="a.txt")
+    assert message.startswith(
+        "invalid arguments for read_files: 'paths': input should be a valid list"
+    )
+
+
+async def test_snake_case_spelling_is_accepted_but_not_advertised(client: Client, ws: Path) -> None:
+    (ws / "a.txt").write_text("a")
+    assert (
+        await ok(client, "rename_path", path="a.txt", new_name="b.txt") == "Renamed a.txt -> b.txt"
+    )
+    tools = {t.name: t for t in await client.list_tools()}
+    assert "new_name" not in tools["rename_path"].input_schema["properties"]
+    # Both spellings at once: the camelCase one wins and the extra is reported.
+    message = await fails(client, "rename_path", path="b.txt", newName="c.txt", new_name="d.txt")
+    assert "unknown argument 'new_name'" in message
+
+
+async def test_validation_errors_are_one_sentence(client: Client) -> None:
+    assert (
+        await fails(client, "read_file")
+        == "invalid arguments for read_file: missing required argument 'path'"
+    )
+    assert await fails(client, "read_file", path="x", offset=0) == (
+        "invalid arguments for read_file: 'offset': input should be greater than or equal to 1"
+    )
+    message = await fails(client, "read_file", path="x", bogus=1)
+    assert message == (
+        "invalid arguments for read_file: unknown argument 'bogus'"
+        " (valid: path, offset, limit, workspace)"
+    )
+    assert (await call(client, "no_such_tool")).is_error

@@ -1,0 +1,91 @@
+"""The command line: help, version, validation exits, configuration precedence."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_workspace_mcp.cli import settings_from_sources
+from agent_workspace_mcp.core.errors import ConfigError
+
+CLI = [sys.executable, "-m", "agent_workspace_mcp"]
+
+
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_help_and_version() -> None:
+    out = run_cli("--help")
+    assert out.returncode == 0 and "--workspace NAME=DIR" in out.stdout
+    out = run_cli("--version")
+    from importlib.metadata import version
+
+    assert (
+        out.returncode == 0
+        and out.stdout.strip() == f"agent-workspace-mcp {version('agent-workspace-mcp')}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workspace", "noequals"], '--workspace expects NAME=DIR, got "noequals"'),
+        (["--workspace", "Bad=."], 'invalid workspace name "Bad"'),
+        (["--workspace", "a=.", "--workspace", "a=."], 'duplicate workspace name "a"'),
+        (["--root", ".", "--workspace", "default=."], 'duplicate workspace name "default"'),
+        (["--workspace", "a=/definitely/not/here"], 'workspace "a" does not exist'),
+        (["--root", "/definitely/not/here"], 'workspace "default" does not exist'),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_configuration_exits_2_with_one_line(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    out = run_cli(*args, cwd=tmp_path)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert lines[0].startswith("agent-workspace-mcp: error: ") and message in lines[0]
+    assert out.stdout == ""
+
+
+def test_flags_override_environment_which_overrides_dotenv(tmp_path: Path, monkeypatch) -> None:
+    for name in ("flag", "env", "dotenv"):
+        (tmp_path / name).mkdir()
+    (tmp_path / ".env").write_text(
+        f"WORKSPACE_MCP_ROOT={tmp_path / 'dotenv'}\nWORKSPACE_MCP_READ_ONLY=1\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    assert settings_from_sources([], environ={}).root == str(tmp_path / "dotenv")
+    assert settings_from_sources([], environ={}).read_only is True
+    env = {"WORKSPACE_MCP_ROOT": str(tmp_path / "env"), "WORKSPACE_MCP_READ_ONLY": "0"}
+    assert settings_from_sources([], environ=env).root == str(tmp_path / "env")
+    assert settings_from_sources([], environ=env).read_only is False
+    assert settings_from_sources(["--root", str(tmp_path / "flag")], environ=env).root == str(
+        tmp_path / "flag"
+    )
+    env = {"WORKSPACE_MCP_WORKSPACES": f"a={tmp_path / 'env'}, b={tmp_path / 'flag'}"}
+    assert settings_from_sources([], environ=env).workspaces == (
+        ("a", str(tmp_path / "env")),
+        ("b", str(tmp_path / "flag")),
+    )
+
+
+def test_unconfined_refuses_workspace_flags() -> None:
+    with pytest.raises(ConfigError, match="cannot be combined"):
+        settings_from_sources(["--unconfined", "--root", "."], environ={})
