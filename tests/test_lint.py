@@ -1,0 +1,26 @@
+"""The code base stays ruff-clean: checked as part of the suite so CI enforces it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ruff_clean() -> None:
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    if not Path(ruff).exists():
+        pytest.skip("ruff is not installed (it is part of the [test] extra)")
+    out = subprocess.run(
+        [ruff, "check", "src", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
