@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -52,3 +53,15 @@ def tree(root: Path) -> dict[str, bytes]:
             if not path.is_symlink():
                 out[str(path.relative_to(root))] = path.read_bytes()
     return out
+
+
+def sha(data: bytes | str) -> str:
+    """The sha256 prefix that answers show."""
+    raw = data.encode() if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()[:16]
+
+
+def lines_of(text: str) -> str:
+    """A read_file answer without its trailing `(sha256 ...)` line."""
+    head, _, last = text.rpartition("\n")
+    return head if last.startswith("(sha256 ") else text

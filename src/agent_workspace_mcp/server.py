@@ -20,11 +20,11 @@ from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.errors import ErrorShapingMiddleware
 from .services import Services
 from .settings import Settings
-from .tools import files, workspaces
+from .tools import editing, files, workspaces
 from .tools.base import READ_TAG
 
 SERVER_NAME = "agent-workspace-mcp"
-TOOL_MODULES = (files, workspaces)
+TOOL_MODULES = (files, editing, workspaces)
 
 
 def _version() -> str:

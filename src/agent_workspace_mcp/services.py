@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .core.locks import PathLocks
 from .core.shutdown import Shutdown
 from .core.workspaces import WorkspaceRegistry
 from .settings import Settings
@@ -19,3 +20,4 @@ class Services:
     settings: Settings
     workspaces: WorkspaceRegistry
     shutdown: Shutdown = field(default_factory=Shutdown)
+    locks: PathLocks = field(default_factory=PathLocks)

@@ -11,7 +11,7 @@ from fastmcp import Client
 from agent_workspace_mcp import Settings
 from agent_workspace_mcp.core import limits
 from tests.conftest import open_client
-from tests.helpers import call, fails, ok
+from tests.helpers import call, fails, lines_of, ok, sha
 
 PNG_1PX = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -51,10 +51,14 @@ async def test_tool_surface_and_annotations(client: Client) -> None:
 
 async def test_read_file_numbers_lines_and_pages(client: Client, ws: Path) -> None:
     (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    digest = sha((ws / "a.txt").read_bytes())
     assert await ok(client, "read_file", path="a.txt", limit=3) == (
-        "1: line 1\n2: line 2\n3: line 3\n... (truncated at line 3 of 10; continue with offset=4)"
+        "1: line 1\n2: line 2\n3: line 3\n"
+        f"... (truncated at line 3 of 10; continue with offset=4; sha256 {digest})"
     )
-    assert await ok(client, "read_file", path="a.txt", offset=9) == "9: line 9\n10: line 10"
+    assert await ok(client, "read_file", path="a.txt", offset=9) == (
+        f"9: line 9\n10: line 10\n(sha256 {digest})"
+    )
     assert "past the end of the file (10 lines)" in await fails(
         client, "read_file", path="a.txt", offset=11
     )
@@ -70,19 +74,19 @@ async def test_read_file_caps_lines_and_the_answer_size(client: Client, ws: Path
     text = await ok(client, "read_file", path="wide.txt")
     assert len(text.encode()) <= limits.ANSWER_BYTES + 200
     marker = text.splitlines()[-1]
-    assert (
-        marker.startswith("... (truncated at line ") and "of 500; continue with offset=" in marker
-    )
+    assert marker.startswith("... (truncated at line ")
+    assert "of 500; continue with offset=" in marker
+    assert marker.endswith(f"; sha256 {sha((ws / 'wide.txt').read_bytes())})")
 
 
 async def test_read_file_crlf_bom_empty_and_no_trailing_newline(client: Client, ws: Path) -> None:
     (ws / "crlf.txt").write_bytes(b"\xef\xbb\xbfa\r\nb")
-    assert await ok(client, "read_file", path="crlf.txt") == "1: a\n2: b"
+    assert lines_of(await ok(client, "read_file", path="crlf.txt")) == "1: a\n2: b"
     (ws / "empty.txt").write_bytes(b"")
     assert await ok(client, "read_file", path="empty.txt") == "(empty file: empty.txt)"
     # Only "\n" breaks lines: a form feed inside a line does not shift numbering.
     (ws / "ff.txt").write_text("a\x0cb\nc\n")
-    assert await ok(client, "read_file", path="ff.txt") == "1: a\x0cb\n2: c"
+    assert lines_of(await ok(client, "read_file", path="ff.txt")) == "1: a\x0cb\n2: c"
 
 
 async def test_read_file_refusals(client: Client, ws: Path) -> None:
@@ -101,9 +105,12 @@ async def test_read_files_answers_each_path(client: Client, ws: Path) -> None:
     (ws / "a.txt").write_text("alpha\n")
     (ws / "b.txt").write_text("beta\n")
     text = await ok(client, "read_files", paths=["a.txt", "nope.txt", "../x", "b.txt"])
+    alpha, beta = sha("alpha\n"), sha("beta\n")
     assert text == (
-        "==> a.txt <==\n1: alpha\n==> nope.txt <==\nerror: not found: nope.txt\n"
-        "==> ../x <==\nerror: path outside workspace root: ../x\n==> b.txt <==\n1: beta"
+        f"==> a.txt <==\n1: alpha\n(sha256 {alpha})\n"
+        "==> nope.txt <==\nerror: not found: nope.txt\n"
+        "==> ../x <==\nerror: path outside workspace root: ../x\n"
+        f"==> b.txt <==\n1: beta\n(sha256 {beta})"
     )
 
 
@@ -239,7 +246,8 @@ async def test_workspace_argument_and_listing(tmp_path: Path) -> None:
     (tmp_path / "two" / "f.txt").write_text("in two\n")
     settings = Settings(root=str(tmp_path / "one"), workspaces=(("api", str(tmp_path / "two")),))
     async with open_client(settings) as c:
-        assert await ok(c, "read_file", path="f.txt", workspace="api") == "1: in two"
+        answer = await ok(c, "read_file", path="f.txt", workspace="api")
+        assert lines_of(answer) == "1: in two"
         assert await fails(c, "read_file", path="f.txt") == "not found: f.txt"
         assert await fails(c, "read_file", path="f.txt", workspace="nope") == (
             'unknown workspace "nope". Available: default, api'

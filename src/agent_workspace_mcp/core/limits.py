@@ -29,6 +29,16 @@ READ_BINARY_CHUNK_BYTES = 48 * KIB
 READ_IMAGE_MAX_BYTES = 5 * MIB
 WRITE_MAX_BYTES = MAX_FILE_BYTES  # seed: the same 16 MiB bound applies to what we write
 
+# --- editing -----------------------------------------------------------------
+# ours: a unified diff of an edit is a confirmation, not a review; 200 lines is about
+# 8 KiB and shows any ordinary edit whole. Longer diffs end with a count of the rest.
+EDIT_DIFF_MAX_LINES = 200
+# ours: how many candidate line windows the near-miss search scores with difflib;
+# bounds its cost on large files (each score is O(window length)).
+EDIT_CANDIDATE_WINDOWS = 400
+PATCH_MAX_FILES = 200  # ours: one apply_patch/patch call; more is a migration, not an edit
+PATCH_MAX_BYTES = 4 * MIB  # ours: the patch text itself
+
 # --- containment -------------------------------------------------------------
 # ours: the same bound as Linux's MAXSYMLINKS (40), so a symlink chain that the
 # kernel would refuse is refused here too, and a loop ends.

@@ -21,6 +21,7 @@ from ..core import fileops, limits
 from ..core.containment import Located, locate
 from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
+from ..core.workset import short_sha
 from ..services import Services
 from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool
 
@@ -104,9 +105,11 @@ def read_text_answer(
         )
     limit = min(limit, limits.READ_LINES_PER_SEGMENT)
     body, last = render_numbered(lines, offset, limit, min(budget, limits.READ_BYTES_PER_SEGMENT))
+    sha = short_sha(data)
     if last < total:
-        body += f"\n... (truncated at line {last} of {total}; continue with offset={last + 1})"
-    return body
+        more = f"continue with offset={last + 1}; sha256 {sha}"
+        return f"{body}\n... (truncated at line {last} of {total}; {more})"
+    return f"{body}\n(sha256 {sha})"
 
 
 def register(app: FastMCP, services: Services) -> None:
@@ -127,7 +130,9 @@ def register(app: FastMCP, services: Services) -> None:
         """Read a text file as numbered lines `N: text`.
 
         Long files stop at a line or size budget with a marker that names the
-        `offset` to continue from. Binary files are refused (use read_binary_file).
+        `offset` to continue from. The last line gives the content's sha256 prefix, which
+        edit tools accept as `expectedSha256`. Binary files are refused (use
+        read_binary_file).
         """
         return read_text_answer(services, path, offset, limit, workspace)
 

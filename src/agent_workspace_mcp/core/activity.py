@@ -1,0 +1,46 @@
+"""The journal hook point: mutating tools say what they changed, in one call.
+
+A tool body calls `record(paths, detail)`; whoever wraps the call (the journal
+middleware) opened a capture with `capture()` and reads it after the call, whatever
+the outcome. Outside a capture, `record()` does nothing, so core code and tests can
+run the tools without any journal. A context variable carries the capture across
+FastMCP's worker-thread dispatch (contexts are copied into the thread, and the
+captured object is shared, not copied).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Activity:
+    paths: list[str] = field(default_factory=list)
+    detail: str | None = None
+
+
+_current: ContextVar[Activity | None] = ContextVar("agent_workspace_activity", default=None)
+
+
+def record(paths: Iterable[str] = (), detail: str | None = None) -> None:
+    activity = _current.get()
+    if activity is None:
+        return
+    for path in paths:
+        if path not in activity.paths:
+            activity.paths.append(path)
+    if detail is not None:
+        activity.detail = detail
+
+
+@contextmanager
+def capture() -> Iterator[Activity]:
+    activity = Activity()
+    token = _current.set(activity)
+    try:
+        yield activity
+    finally:
+        _current.reset(token)

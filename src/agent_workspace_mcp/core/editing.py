@@ -1,0 +1,264 @@
+"""Exact-string edits on text, with near-miss help when the exact string is not there.
+
+Pure functions over `str` (text with "\\n" line endings, as `TextDoc` holds it): no I/O.
+When `old` is not found exactly, one more search runs with line endings, trailing
+whitespace and Unicode punctuation look-alikes (curly quotes, dashes, non-breaking
+spaces) normalized on both sides. Exactly one such match is applied and reported;
+anything looser (indentation, several candidates, changed characters) is not applied,
+and the error names the closest candidate's lines and what differs, so an agent can
+fix its call in one step.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+from .errors import WorkspaceError
+from .limits import EDIT_CANDIDATE_WINDOWS, EDIT_DIFF_MAX_LINES
+
+# Look-alikes that models and editors substitute for ASCII. One char each, so
+# normalization keeps offsets (the trailing-whitespace rule is what needs a map).
+LOOKALIKES = {
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
+    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
+    "\u00a0": " ", "\u2007": " ", "\u2009": " ", "\u202f": " ", "\u200a": " ",
+}  # fmt: skip
+_TRANSLATE = str.maketrans(LOOKALIKES)
+_QUOTES = set("\u2018\u2019\u201a\u201b\u2032\u201c\u201d\u201e\u201f\u2033")
+_DASHES = set("\u2010\u2011\u2012\u2013\u2014\u2212")
+_SPACES = set("\u00a0\u2007\u2009\u202f\u200a")
+_TRAILING_WS = re.compile(r"[ \t]+(?=\n|$)")
+
+
+class EditError(WorkspaceError):
+    """An edit that cannot be applied; the message says why and what to change."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    old: str
+    new: str
+    replace_all: bool = False
+
+
+@dataclass
+class EditOutcome:
+    text: str
+    replacements: int = 0
+    notes: list[str] = field(default_factory=list)  # near-miss normalizations applied
+
+
+def line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _span_lines(text: str, start: int, end: int) -> str:
+    first = line_of(text, start)
+    last = line_of(text, max(start, end - 1))
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def normalize_newlines(value: str) -> str:
+    return value.replace("\r\n", "\n")
+
+
+def _normalized_with_map(text: str) -> tuple[str, list[int]]:
+    """Look-alikes translated and trailing blanks removed, plus normalized->original offsets."""
+    translated = text.translate(_TRANSLATE)
+    out: list[str] = []
+    index_map: list[int] = []
+    position = 0
+    for match in _TRAILING_WS.finditer(translated):
+        out.append(translated[position : match.start()])
+        index_map.extend(range(position, match.start()))
+        position = match.end()
+    out.append(translated[position:])
+    index_map.extend(range(position, len(translated)))
+    index_map.append(len(text))  # one past the end
+    return "".join(out), index_map
+
+
+def _find_all(haystack: str, needle: str, limit: int = 1000) -> list[int]:
+    found = []
+    start = haystack.find(needle)
+    while start != -1 and len(found) < limit:
+        found.append(start)
+        start = haystack.find(needle, start + max(1, len(needle)))
+    return found
+
+
+def _what_was_normalized(original: str, requested: str) -> str:
+    kinds: list[str] = []
+    seen = set(original) ^ set(requested)
+    if seen & _QUOTES:
+        kinds.append("curly quotes")
+    if seen & _DASHES:
+        kinds.append("Unicode dashes")
+    if seen & _SPACES:
+        kinds.append("non-breaking spaces")
+    if _TRAILING_WS.sub("", original) != original or _TRAILING_WS.sub("", requested) != requested:
+        kinds.append("trailing whitespace")
+    return ", ".join(kinds) or "whitespace"
+
+
+def apply_edit(text: str, edit: Edit, display: str) -> EditOutcome:
+    """Apply one edit to `text` or raise EditError with a one-sentence reason."""
+    old = normalize_newlines(edit.old)
+    new = normalize_newlines(edit.new)
+    if old == "":
+        raise EditError("oldString must not be empty (use write_file to create or replace a file)")
+    if old == new:
+        raise EditError("oldString and newString are identical; nothing would change")
+    positions = _find_all(text, old)
+    if positions:
+        if len(positions) > 1 and not edit.replace_all:
+            where = ", ".join(str(line_of(text, p)) for p in positions[:10])
+            more = "" if len(positions) <= 10 else ", ..."
+            raise EditError(
+                f"oldString matches {len(positions)} times in {display} (lines {where}{more}); "
+                "add surrounding lines to make it unique, or pass replaceAll=true"
+            )
+        count = text.count(old) if edit.replace_all else 1
+        return EditOutcome(
+            text.replace(old, new) if edit.replace_all else text.replace(old, new, 1), count
+        )
+    return _apply_near_miss(text, old, new, edit.replace_all, display)
+
+
+def _apply_near_miss(text: str, old: str, new: str, replace_all: bool, display: str) -> EditOutcome:
+    norm_text, index_map = _normalized_with_map(text)
+    norm_old, _ = _normalized_with_map(old)
+    hits = _find_all(norm_text, norm_old) if norm_old.strip() else []
+    if len(hits) == 1:
+        start = index_map[hits[0]]
+        # End after the last matched character, so trailing blanks the agent did not
+        # mention stay as they were.
+        end = index_map[hits[0] + len(norm_old) - 1] + 1
+        original = text[start:end]
+        normalized = _what_was_normalized(original, old)
+        note = f"matched {_span_lines(text, start, end)} after normalizing {normalized}"
+        return EditOutcome(text[:start] + new + text[end:], 1, [note])
+    if len(hits) > 1:
+        where = ", ".join(str(line_of(text, index_map[h])) for h in hits[:10])
+        raise EditError(
+            f"oldString not found exactly in {display}; normalized for whitespace and quotes it "
+            f"matches {len(hits)} places (lines {where}), so nothing was applied; "
+            "copy the exact text"
+        )
+    raise EditError(f"oldString not found in {display}; {closest_candidate(text, old)}")
+
+
+def closest_candidate(text: str, old: str) -> str:
+    """Describe the most similar block of lines: where it is and what differs."""
+    lines = text.split("\n")
+    wanted = old.strip("\n").split("\n")
+    width = len(wanted)
+    if not text or width == 0:
+        return "the file is empty" if not text else "read the file and copy the exact text"
+    key = [w.strip() for w in wanted]
+    starts: set[int] = set()
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        for offset, candidate in enumerate(key):
+            if candidate and (
+                stripped == candidate or stripped in candidate or candidate in stripped
+            ):
+                starts.add(index - offset)
+        if len(starts) > EDIT_CANDIDATE_WINDOWS:
+            break
+    if not starts and len(lines) * width <= EDIT_CANDIDATE_WINDOWS * 20:
+        starts = set(range(len(lines)))
+    best: tuple[float, int] | None = None
+    joined_old = "\n".join(wanted)
+    for start in sorted(s for s in starts if 0 <= s < len(lines))[:EDIT_CANDIDATE_WINDOWS]:
+        window = "\n".join(lines[start : start + width])
+        score = difflib.SequenceMatcher(None, window, joined_old, autojunk=False).ratio()
+        if best is None or score > best[0]:
+            best = (score, start)
+    if best is None or best[0] < 0.5:
+        return "no similar text either; read the file and copy the exact text"
+    start = best[1]
+    found = lines[start : start + width]
+    where = f"line {start + 1}" if width == 1 else f"lines {start + 1}-{start + len(found)}"
+    return f"closest match at {where}: {_difference(found, wanted, start)}"
+
+
+def _difference(found: list[str], wanted: list[str], start: int) -> str:
+    if [f.strip() for f in found] == [w.strip() for w in wanted]:
+        f_indent = _indent(found)
+        w_indent = _indent(wanted)
+        return (
+            f"indentation differs (the file has {f_indent}, oldString has {w_indent}); "
+            "copy the exact indentation"
+        )
+    for offset, (have, want) in enumerate(zip(found, wanted, strict=False)):
+        if have != want:
+            return f"line {start + offset + 1} is {_clip(have)!r} but oldString has {_clip(want)!r}"
+    return f"the file has {len(found)} lines there but oldString has {len(wanted)}"
+
+
+def _indent(lines: list[str]) -> str:
+    for line in lines:
+        if line.strip():
+            lead = line[: len(line) - len(line.lstrip())]
+            if not lead:
+                return "no indentation"
+            tabs = lead.count("\t")
+            spaces = len(lead) - tabs
+            parts = [
+                f"{n} {word}{'s' if n != 1 else ''}"
+                for n, word in ((tabs, "tab"), (spaces, "space"))
+                if n
+            ]
+            return " and ".join(parts)
+    return "no indentation"
+
+
+def _clip(value: str, width: int = 60) -> str:
+    return value if len(value) <= width else value[: width - 3] + "..."
+
+
+def apply_edits(text: str, edits: list[Edit], display: str) -> EditOutcome:
+    """Apply edits in order against the progressively edited text."""
+    outcome = EditOutcome(text)
+    for edit in edits:
+        step = apply_edit(outcome.text, edit, display)
+        outcome.text = step.text
+        outcome.replacements += step.replacements
+        outcome.notes.extend(step.notes)
+    return outcome
+
+
+def unified_diff(
+    before: str,
+    after: str,
+    display: str,
+    *,
+    created: bool = False,
+    deleted: bool = False,
+    max_lines: int = EDIT_DIFF_MAX_LINES,
+) -> str:
+    """A short unified diff (3 lines of context), truncated with a count of what was left out."""
+    before_lines = before.splitlines(keepends=True)
+    after_lines = after.splitlines(keepends=True)
+    for lines in (before_lines, after_lines):
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n\\ No newline at end of file\n"
+    diff = list(
+        difflib.unified_diff(
+            before_lines,
+            after_lines,
+            "/dev/null" if created else f"a/{display}",
+            "/dev/null" if deleted else f"b/{display}",
+        )
+    )
+    text = "".join(diff).rstrip("\n").split("\n")
+    if len(text) > max_lines:
+        left = len(text) - max_lines
+        text = [*text[:max_lines], f"... (diff truncated, {left} more lines)"]
+    return "\n".join(text)

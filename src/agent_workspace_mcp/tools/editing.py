@@ -1,0 +1,240 @@
+"""Edit tools: `edit_file`, `patch` (several exact edits) and `apply_patch` (unified diff).
+
+All three share one path: load the files into a `Workset` (located, locked, decoded),
+change text in memory, and only when every edit or hunk succeeded hand the result to
+`transaction.commit()`, which writes atomically and restores earlier files if a later
+write fails. Answers carry the replacement count and a short unified diff.
+"""
+
+from typing import Annotated
+
+from fastmcp import FastMCP
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core import activity, limits, patches
+from ..core.editing import Edit, EditError, apply_edit, unified_diff
+from ..core.errors import InvalidArgumentError, WorkspaceError
+from ..core.transaction import commit
+from ..core.workset import FileState, LoadError, Workset
+from ..services import Services
+from .base import DESTRUCTIVE, WorkspaceArg, add_tool
+from .files import PathArg
+
+OldString = Annotated[
+    str, Field(description="Exact text to replace (must match once unless replaceAll).")
+]
+NewString = Annotated[str, Field(description="Replacement text.")]
+ReplaceAll = Annotated[bool, Field(description="Replace every occurrence.")]
+DryRun = Annotated[bool, Field(description="Return the diff without writing anything.")]
+ExpectedSha = Annotated[
+    str | None,
+    Field(
+        description="Refuse if the file's sha256 (as read_file/file_info report it; a prefix "
+        "of 8+ hex digits is enough) no longer matches."
+    ),
+]
+
+
+class PatchEdit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: PathArg
+    oldString: OldString
+    newString: NewString
+    replaceAll: ReplaceAll = False
+    expectedSha256: ExpectedSha = None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _summary(dry_run: bool, verb: str, what: str) -> str:
+    return (
+        f"Dry run, nothing written: would have {verb} {what}"
+        if dry_run
+        else f"{verb.capitalize()} {what}"
+    )
+
+
+def register(app: FastMCP, services: Services) -> None:
+    registry = services.workspaces
+    locks = services.locks
+
+    def edit_file(
+        path: PathArg,
+        oldString: OldString,
+        newString: NewString,
+        replaceAll: ReplaceAll = False,
+        dryRun: DryRun = False,
+        expectedSha256: ExpectedSha = None,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Replace an exact string in a text file and return a short unified diff.
+
+        `oldString` must match exactly once (or pass replaceAll=true). If it is not
+        found exactly but matches once after normalizing line endings, trailing
+        whitespace and curly quotes/dashes/non-breaking spaces, that match is used and
+        the answer says so; otherwise the error names the closest lines and what differs.
+        """
+        with Workset(registry.get(workspace), locks) as work:
+            (state,) = work.load([path])
+            activity.record([state.display])
+            state.check_sha(expectedSha256)
+            outcome = apply_edit(
+                state.original_text, Edit(oldString, newString, replaceAll), state.display
+            )
+            state.text = outcome.text
+            changes = work.changes()
+            if not dryRun:
+                commit(changes)
+        detail = _plural(outcome.replacements, "replacement")
+        activity.record(detail=detail)
+        head = _summary(dryRun, "edited", f"{state.display}: {detail}")
+        if outcome.notes:
+            head += f" ({'; '.join(outcome.notes)})"
+        return f"{head}\n{_diff(state)}"
+
+    def patch(
+        edits: Annotated[
+            list[PatchEdit],
+            Field(
+                min_length=1,
+                max_length=limits.PATCH_MAX_FILES * 5,
+                description="Edits, applied in order.",
+            ),
+        ],
+        dryRun: DryRun = False,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Apply several exact-string edits across one or more files, all or nothing.
+
+        Edits apply in order against each file's progressively edited content. Every
+        edit is validated before anything is written; a failure reports
+        `edit[N] failed: <reason>` and no file changes.
+        """
+        with Workset(registry.get(workspace), locks) as work:
+            try:
+                states = work.load([edit.path for edit in edits])
+            except LoadError as exc:
+                raise EditError(f"edit[{exc.index}] failed: {exc}") from None
+            activity.record([s.display for s in work.order])
+            replacements = 0
+            notes: list[str] = []
+            for index, (edit, state) in enumerate(zip(edits, states, strict=True)):
+                try:
+                    state.check_sha(edit.expectedSha256)
+                    outcome = apply_edit(
+                        state.text or "",
+                        Edit(edit.oldString, edit.newString, edit.replaceAll),
+                        state.display,
+                    )
+                except WorkspaceError as exc:
+                    raise EditError(f"edit[{index}] failed: {exc}") from None
+                state.text = outcome.text
+                replacements += outcome.replacements
+                notes.extend(f"edit[{index}] {note}" for note in outcome.notes)
+            changes = work.changes()
+            if not dryRun:
+                commit(changes)
+            diffs = [_diff(s) for s in work.changed()]
+        detail = f"{_plural(len(edits), 'edit')} across {_plural(len(work.order), 'file')}"
+        activity.record(detail=detail)
+        head = _summary(dryRun, "patched", f"{detail} ({_plural(replacements, 'replacement')})")
+        if notes:
+            head += f" ({'; '.join(notes)})"
+        return "\n".join([head, *[d for d in diffs if d]])
+
+    def apply_patch(
+        patch: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=limits.PATCH_MAX_BYTES,
+                description="A unified diff as `git diff` prints it (modify, add, delete, rename).",
+            ),
+        ],
+        dryRun: DryRun = False,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Apply a unified diff to the workspace, all or nothing.
+
+        Hunks are matched by their context lines (near the stated line numbers, so
+        slightly stale line numbers still apply). If any hunk does not apply, the error
+        names the file and hunk and nothing is written. `a/` and `b/` prefixes are
+        stripped; `/dev/null` marks added and deleted files.
+        """
+        file_patches = patches.parse(patch)
+        if len(file_patches) > limits.PATCH_MAX_FILES:
+            raise InvalidArgumentError(
+                f"the patch touches more than {limits.PATCH_MAX_FILES} files"
+            )
+        paths: list[str] = []
+        may_be_missing: set[str] = set()
+        for fp in file_patches:
+            for p in (fp.old_path, fp.new_path):
+                if p is not None and p not in paths:
+                    paths.append(p)
+            if fp.old_path is None or (fp.new_path is not None and fp.new_path != fp.old_path):
+                may_be_missing.add(fp.new_path or "")
+        with Workset(registry.get(workspace), locks) as work:
+            loaded = work.load(paths, may_be_missing=frozenset(may_be_missing))
+            states = dict(zip(paths, loaded, strict=True))
+            activity.record([s.display for s in work.order])
+            for fp in file_patches:
+                _apply_file_patch(fp, states)
+            changes = work.changes()
+            if not dryRun:
+                commit(changes)
+            diffs = [_diff(s) for s in work.changed()]
+        detail = _plural(len(changes), "file")
+        activity.record(detail=f"{detail} changed")
+        return "\n".join([_summary(dryRun, "patched", detail), *[d for d in diffs if d]])
+
+    add_tool(app, edit_file, annotations=DESTRUCTIVE, title="Edit file")
+    add_tool(app, patch, annotations=DESTRUCTIVE, title="Patch files")
+    add_tool(app, apply_patch, annotations=DESTRUCTIVE, title="Apply unified diff")
+
+
+def _diff(state: FileState) -> str:
+    return unified_diff(
+        state.original_text,
+        state.text or "",
+        state.display,
+        created=state.before is None,
+        deleted=state.text is None,
+    )
+
+
+def _apply_file_patch(fp: patches.FilePatch, states: dict) -> None:
+    if fp.old_path is None:  # added file
+        target = states[fp.new_path]
+        if target.before is not None:
+            raise patches.PatchError(
+                f"{target.display} already exists; the patch adds it as a new file"
+            )
+        target.text = patches.apply_hunks("", fp)
+        return
+    source = states[fp.old_path]
+    if source.before is None:
+        raise patches.PatchError(f"not found: {source.display}")
+    result = patches.apply_hunks(source.text or "", fp)
+    if fp.new_path is None:  # deleted file
+        if result.strip():
+            raise patches.PatchError(
+                f"{source.display}: the patch deletes the file but does not remove all its lines"
+            )
+        source.text = None
+        return
+    if fp.new_path != fp.old_path:  # rename (with or without changes)
+        target = states[fp.new_path]
+        if target.before is not None:
+            raise patches.PatchError(
+                f"{target.display} already exists; the patch renames {source.display} onto it"
+            )
+        target.doc = source.doc
+        target.mode = source.mode
+        target.text = result
+        source.text = None
+        return
+    source.text = result
