@@ -1,0 +1,94 @@
+"""Exact edits and the near-miss rules, on plain strings."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_workspace_mcp.core.editing import Edit, EditError, apply_edit, apply_edits, unified_diff
+
+
+def test_exact_single_and_replace_all() -> None:
+    assert apply_edit("a b a", Edit("b", "c"), "f").text == "a c a"
+    outcome = apply_edit("a b a", Edit("a", "x", replace_all=True), "f")
+    assert (outcome.text, outcome.replacements) == ("x b x", 2)
+
+
+def test_refusals_name_the_fix() -> None:
+    with pytest.raises(EditError, match="must not be empty"):
+        apply_edit("abc", Edit("", "x"), "f")
+    with pytest.raises(EditError, match="identical; nothing would change"):
+        apply_edit("abc", Edit("b", "b"), "f")
+    with pytest.raises(EditError, match=r"matches 3 times in f \(lines 1, 2, 3\).*replaceAll=true"):
+        apply_edit("x\nx\nx\n", Edit("x", "y"), "f")
+
+
+def test_crlf_in_arguments_matches_lf_text() -> None:
+    assert apply_edit("a\nb\n", Edit("a\r\nb", "c\r\nd"), "f").text == "c\nd\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "kind"),
+    [
+        ('say("hi")\n', "say(\u201chi\u201d)", "curly quotes"),
+        ("a - b\n", "a \u2013 b", "Unicode dashes"),
+        ("a b\n", "a\u00a0b", "non-breaking spaces"),
+        ("x = 1   \ny = 2\n", "x = 1\ny = 2", "trailing whitespace"),
+        ("x = 1\ny = 2\n", "x = 1  \ny = 2", "trailing whitespace"),
+    ],
+)
+def test_near_miss_with_one_candidate_is_applied_and_reported(
+    text: str, old: str, kind: str
+) -> None:
+    outcome = apply_edit(text, Edit(old, "NEW"), "f")
+    assert outcome.replacements == 1
+    assert kind in outcome.notes[0] and "matched line" in outcome.notes[0]
+    assert "NEW" in outcome.text
+
+
+def test_near_miss_keeps_trailing_blanks_it_did_not_match() -> None:
+    outcome = apply_edit(
+        "    return \u201chi\u201d  \nnext\n", Edit('return "hi"', "return 1"), "f"
+    )
+    assert outcome.text == "    return 1  \nnext\n"
+
+
+def test_indentation_difference_is_not_applied_but_explained() -> None:
+    text = "def f():\n    if x:\n        return 1\n"
+    with pytest.raises(EditError) as info:
+        apply_edit(text, Edit("  if x:\n      return 1", "z"), "f.py")
+    message = str(info.value)
+    assert message.startswith("oldString not found in f.py; closest match at lines 2-3")
+    assert "indentation differs (the file has 4 spaces, oldString has 2 spaces)" in message
+
+
+def test_changed_characters_are_not_applied_but_located() -> None:
+    text = "alpha\nbeta = compute(1)\ngamma\n"
+    with pytest.raises(EditError) as info:
+        apply_edit(text, Edit("beta = compute(2)", "z"), "f")
+    assert "closest match at line 2: line 2 is 'beta = compute(1)' but oldString has" in str(
+        info.value
+    )
+
+
+def test_several_normalized_candidates_are_not_applied() -> None:
+    text = 'a = "x"\nb = 1\na = "x"\n'
+    with pytest.raises(EditError, match=r"matches 2 places \(lines 1, 3\), so nothing was applied"):
+        apply_edit(text, Edit("a = \u201cx\u201d", "z"), "f")
+
+
+def test_nothing_similar() -> None:
+    with pytest.raises(EditError, match="no similar text either"):
+        apply_edit("alpha\nbeta\n", Edit("zzzzzzzz qqqq", "y"), "f")
+
+
+def test_edits_apply_progressively() -> None:
+    outcome = apply_edits("one two", [Edit("one", "1"), Edit("1 two", "12")], "f")
+    assert (outcome.text, outcome.replacements) == ("12", 2)
+
+
+def test_unified_diff_is_short_and_marks_truncation() -> None:
+    diff = unified_diff("a\nb\n", "a\nc\n", "f.txt")
+    assert diff.splitlines()[:3] == ["--- a/f.txt", "+++ b/f.txt", "@@ -1,2 +1,2 @@"]
+    big = unified_diff("".join(f"{i}\n" for i in range(500)), "", "f", max_lines=10)
+    assert big.splitlines()[-1].startswith("... (diff truncated, ")
+    assert "\\ No newline at end of file" in unified_diff("a", "b", "f")
