@@ -71,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="register only tools that change nothing",
     )
     parser.add_argument(
+        "--search-engine",
+        choices=["auto", "rg", "python"],
+        help="grep/list_files engine: ripgrep when found (auto), or force one",
+    )
+    parser.add_argument(
         "--log-level",
         metavar="LEVEL",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -103,6 +108,7 @@ def settings_from_sources(
     if unconfined and (root is not None or workspaces):
         raise ConfigError("--unconfined cannot be combined with --root or --workspace")
     log_level = args.log_level or env.get("WORKSPACE_MCP_LOG_LEVEL", "WARNING").upper()
+    search_engine = args.search_engine or env.get("WORKSPACE_MCP_SEARCH_ENGINE", "auto")
     return Settings(
         root=root,
         workspaces=tuple(workspaces),
@@ -110,6 +116,7 @@ def settings_from_sources(
         cwd=env.get("WORKSPACE_CWD") or None,
         read_only=read_only,
         log_level=log_level,
+        search_engine=search_engine,
     )
 
 

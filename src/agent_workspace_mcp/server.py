@@ -14,17 +14,18 @@ from contextlib import asynccontextmanager
 
 from fastmcp import FastMCP
 
+from .core.search.engine import SearchEngine
 from .core.workspaces import WorkspaceRegistry
 from .instructions import INSTRUCTIONS
 from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.errors import ErrorShapingMiddleware
 from .services import Services
 from .settings import Settings
-from .tools import editing, files, workspaces
+from .tools import editing, files, search, workspaces
 from .tools.base import READ_TAG
 
 SERVER_NAME = "agent-workspace-mcp"
-TOOL_MODULES = (files, editing, workspaces)
+TOOL_MODULES = (files, editing, search, workspaces)
 
 
 def _version() -> str:
@@ -50,7 +51,9 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         registry = WorkspaceRegistry.unconfined(os.getcwd())
     else:
         registry = WorkspaceRegistry.confined(settings.root, settings.workspaces)
-    services = Services(settings=settings, workspaces=registry)
+    services = Services(
+        settings=settings, workspaces=registry, search=SearchEngine(settings.search_engine)
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:

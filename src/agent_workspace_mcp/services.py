@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .core.locks import PathLocks
+from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
 from .core.workspaces import WorkspaceRegistry
 from .settings import Settings
@@ -21,3 +22,4 @@ class Services:
     workspaces: WorkspaceRegistry
     shutdown: Shutdown = field(default_factory=Shutdown)
     locks: PathLocks = field(default_factory=PathLocks)
+    search: SearchEngine = field(default_factory=SearchEngine)

@@ -31,6 +31,7 @@ class Settings:
     cwd: str | None = None
     read_only: bool = False
     log_level: str = "WARNING"
+    search_engine: str = "auto"  # "auto" (ripgrep when found), "rg" or "python"
     # transport (used by the CLI; create_server ignores them)
     http: bool = False
     host: str = "127.0.0.1"

@@ -54,6 +54,13 @@ LIST_MAX_ENTRIES = 5000
 LIST_DEFAULT_DEPTH = 6
 LIST_MAX_DEPTH = 12
 IGNORED_DIRS = (".git", "node_modules", ".cache", ".workspace-mcp")
+# ours: one grep call's wall-clock budget (rg run or Python scan); past it the call
+# fails with a sentence instead of holding the client (which gives up near 60 s).
+GREP_TIME_BUDGET_SECONDS = 20.0
+# ours: a matched line is shown up to this many characters; minified files have
+# megabyte lines that would otherwise fill the whole answer with one match.
+GREP_LINE_CHARS = 400
+GREP_MAX_CONTEXT = 10  # ours: contextLines cap; more is reading, use read_file
 
 # --- state ---------------------------------------------------------------------
 STATE_DIR_NAME = ".workspace-mcp"  # seed: per-workspace state directory

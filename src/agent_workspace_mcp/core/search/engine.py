@@ -1,0 +1,85 @@
+"""Pick an engine and run a query against a located path.
+
+`SearchEngine("auto")` uses ripgrep when its binary is found (next to the interpreter
+first, then PATH) and the Python engine otherwise; "rg" and "python" force one (tests
+run both over the same tree and compare answers).
+"""
+
+from __future__ import annotations
+
+import stat
+
+from ..containment import locate
+from ..errors import ConfigError, NotFoundError, WorkspaceError, WrongTypeError
+from ..textio import kind_of, read_bytes
+from ..workspaces import Workspace
+from . import python_engine, ripgrep_engine
+from .results import GrepQuery, GrepResult, ListQuery, ListResult
+from .rules import ancestor_rules, compile_glob, validate_regex
+
+ENGINES = ("auto", "rg", "python")
+
+
+class SearchEngine:
+    def __init__(self, mode: str = "auto") -> None:
+        if mode not in ENGINES:
+            raise ConfigError(f"search engine must be one of {', '.join(ENGINES)}, got {mode!r}")
+        self.rg = None if mode == "python" else ripgrep_engine.find_rg()
+        if mode == "rg" and self.rg is None:
+            raise ConfigError("search engine 'rg' requested but no ripgrep binary was found")
+
+    @property
+    def name(self) -> str:
+        return "ripgrep" if self.rg else "python"
+
+    def grep(self, ws: Workspace, path: str | None, query: GrepQuery) -> tuple[GrepResult, str]:
+        validate_regex(query.pattern)
+        compile_glob(query.include)
+        start, is_dir, ancestors = self._start(ws, path, query.no_ignore)
+        if self.rg:
+            result = ripgrep_engine.grep(self.rg, ws, start, query, ancestors)
+        else:
+            result = python_engine.grep(ws.root, start, is_dir, query, ancestors)
+        return result, start
+
+    def list_files(
+        self, ws: Workspace, path: str | None, query: ListQuery
+    ) -> tuple[ListResult, str]:
+        compile_glob(query.pattern)
+        start, is_dir, ancestors = self._start(ws, path, query.no_ignore)
+        if self.rg:
+            result = ripgrep_engine.list_files(self.rg, ws, start, is_dir, query, ancestors)
+        else:
+            result = python_engine.list_files(ws.root, start, is_dir, query, ancestors)
+        return result, start
+
+    @staticmethod
+    def _start(ws: Workspace, path: str | None, no_ignore: bool) -> tuple[str, bool, list[str]]:
+        """The search start relative to the root, whether it is a directory, ancestor rules."""
+        with locate(ws, path or ".") as loc:
+            st = loc.lstat()
+            if st is None:
+                raise NotFoundError(f"not found: {loc.display}")
+            if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+                raise WrongTypeError(
+                    f"{loc.display}: is a {kind_of(st.st_mode)}; search a directory or file"
+                )
+            is_dir = stat.S_ISDIR(st.st_mode)
+            parts = loc.real_parts
+        start = "/".join(parts)
+        ancestors: list[str] = []
+        if is_dir and parts and not no_ignore:
+            ancestors = ancestor_rules(lambda directory: _read_gitignore(ws, directory), parts)
+        return start, is_dir, ancestors
+
+
+def _read_gitignore(ws: Workspace, directory: str) -> str | None:
+    rel = f"{directory}/.gitignore" if directory else ".gitignore"
+    try:
+        with locate(ws, rel if ws.confined else "/" + rel) as loc:
+            if loc.lstat() is None:
+                return None
+            data, _ = read_bytes(loc, 1 << 20)
+    except WorkspaceError:
+        return None
+    return data.decode("utf-8", "replace")

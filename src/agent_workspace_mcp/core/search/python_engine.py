@@ -1,0 +1,302 @@
+"""The pure-Python engine: used when no ripgrep binary is available.
+
+It walks iteratively (a tree deeper than the recursion limit is fine), directory by
+directory from fds opened with O_NOFOLLOW, never follows a symlink (so loops cannot
+happen), never opens anything but regular files (FIFOs, sockets and devices are
+skipped), and sorts each directory by name bytes exactly as `rg --sort path` does.
+Regexes run on the `regex` module with a time budget for the whole call, so a
+catastrophic pattern ends with an error instead of hanging the server.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+
+import regex
+from pathspec import GitIgnoreSpec
+
+from ..errors import WorkspaceError
+from ..limits import BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS
+from .results import Entry, GrepQuery, GrepResult, ListQuery, ListResult, take
+from .rules import Glob, compile_glob, fs_sort_key, is_ignored_dir_name
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class SearchTimeout(WorkspaceError):
+    pass
+
+
+class _Ignores:
+    """Stack of `.gitignore` specs: the deepest directory's decision wins, as in git."""
+
+    def __init__(self, ancestor: list[str], enabled: bool) -> None:
+        self.enabled = enabled
+        # (directory relative to root, spec); the rebased ancestor rules are root-relative.
+        self.stack: list[tuple[str, GitIgnoreSpec]] = []
+        self.base: GitIgnoreSpec | None = (
+            GitIgnoreSpec.from_lines(ancestor) if enabled and ancestor else None
+        )
+
+    def ignored(self, rel: str, is_dir: bool, stack: list[tuple[str, GitIgnoreSpec]]) -> bool:
+        if not self.enabled:
+            return False
+        candidate = rel + "/" if is_dir else rel
+        for directory, spec in reversed(stack):
+            inner = candidate[len(directory) + 1 :] if directory else candidate
+            decision = spec.check_file(inner).include
+            if decision is not None:
+                return decision
+        if self.base is not None:
+            decision = self.base.check_file(candidate).include
+            if decision is not None:
+                return decision
+        return False
+
+
+def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
+    try:
+        fd = os.open(".gitignore", _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, 1 << 20)
+    finally:
+        os.close(fd)
+    lines = data.decode("utf-8", "replace").splitlines()
+    return GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def walk_files(
+    root: str,
+    start: str,
+    start_is_dir: bool,
+    *,
+    ancestor_rules: list[str],
+    no_ignore: bool,
+    max_depth: int | None,
+    include: Glob | None,
+) -> Iterator[tuple[str, int]]:
+    """Yield (root-relative path, dir_fd) for each eligible regular file, in rg order.
+
+    The dir_fd is only valid until the next item is requested.
+    """
+    ignores = _Ignores(ancestor_rules, not no_ignore)
+    root_fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    try:
+        if not start_is_dir:
+            parent, _, name = start.rpartition("/")
+            fd = _open_dirs(root_fd, parent)
+            try:
+                if include is None or include.matches(start):
+                    yield start, fd
+            finally:
+                if fd != root_fd:
+                    os.close(fd)
+            return
+        start_fd = _open_dirs(root_fd, start)
+        # Each frame: (dir fd, dir rel path, depth, sorted pending entries, ignore stack)
+        stack: list[tuple[int, str, int, list[tuple[str, bool]], list]] = []
+
+        def push(fd: int, rel: str, depth: int, ignore_stack: list) -> None:
+            if ignores.enabled:
+                spec = _read_gitignore(fd)
+                if spec is not None:
+                    ignore_stack = [*ignore_stack, (rel if rel != "." else "", spec)]
+            entries = []
+            with os.scandir(fd) as it:
+                for entry in it:
+                    try:
+                        mode = entry.stat(follow_symlinks=False).st_mode
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(mode):
+                        entries.append((entry.name, True))
+                    elif stat.S_ISREG(mode):
+                        entries.append((entry.name, False))
+                    # symlinks, FIFOs, sockets and devices are never listed or opened
+            entries.sort(key=lambda e: fs_sort_key(e[0]), reverse=True)
+            stack.append((fd, rel, depth, entries, ignore_stack))
+
+        push(start_fd, start or ".", 0, [])
+        while stack:
+            fd, rel, depth, entries, ignore_stack = stack[-1]
+            if not entries:
+                stack.pop()
+                if fd != root_fd:
+                    os.close(fd)
+                continue
+            name, is_dir = entries.pop()
+            child = name if rel in ("", ".") else f"{rel}/{name}"
+            if is_dir:
+                if is_ignored_dir_name(name) or (max_depth is not None and depth + 1 >= max_depth):
+                    continue
+                if ignores.ignored(child, True, ignore_stack):
+                    continue
+                try:
+                    child_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                except OSError:
+                    continue
+                push(child_fd, child, depth + 1, ignore_stack)
+                continue
+            if max_depth is not None and depth + 1 > max_depth:
+                continue
+            if ignores.ignored(child, False, ignore_stack):
+                continue
+            if include is not None and not include.matches(child):
+                continue
+            yield child, fd
+    finally:
+        os.close(root_fd)
+
+
+def _open_dirs(root_fd: int, rel: str) -> int:
+    fd = root_fd
+    for part in [p for p in rel.split("/") if p not in ("", ".")]:
+        nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        if fd != root_fd:
+            os.close(fd)
+        fd = nxt
+    return fd
+
+
+def read_head(dir_fd: int, name: str, size: int) -> bytes | None:
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        remaining = size
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def searchable_text(data: bytes, truncated: bool) -> str | None:
+    """The part of a file that is searched: None for binary; only whole lines of the cap."""
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return None
+    if truncated:
+        cut = data.rfind(b"\n")
+        data = data[: cut + 1] if cut >= 0 else b""
+    return data.decode("utf-8", "replace")
+
+
+def grep(
+    root: str,
+    start: str,
+    start_is_dir: bool,
+    query: GrepQuery,
+    ancestor: list[str],
+    budget: float = GREP_TIME_BUDGET_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> GrepResult:
+    flags = regex.V0 | (regex.IGNORECASE if query.ignore_case else 0)
+    compiled = regex.compile(query.pattern, flags)
+    prefilter = regex.compile(query.pattern, flags | regex.MULTILINE)
+    deadline = clock() + budget
+    result = GrepResult()
+    files = walk_files(
+        root,
+        start,
+        start_is_dir,
+        ancestor_rules=ancestor,
+        no_ignore=query.no_ignore,
+        max_depth=None,
+        include=compile_glob(query.include),
+    )
+    try:
+        for rel, dir_fd in files:
+            lines = searched_lines(dir_fd, rel.rsplit("/", 1)[-1])
+            if not lines:
+                continue
+            try:
+                text = "\n".join(lines)
+                if not prefilter.search(
+                    text, timeout=max(deadline - clock(), 0.001), concurrent=True
+                ):
+                    continue
+                matched = [
+                    i
+                    for i, line in enumerate(lines)
+                    if compiled.search(
+                        line, timeout=max(deadline - clock(), 0.001), concurrent=True
+                    )
+                ]
+            except TimeoutError:
+                raise SearchTimeout(
+                    f"the pattern took longer than {budget:g} s (catastrophic "
+                    "backtracking?); simplify it or narrow the path"
+                ) from None
+            if not take(result, query, rel, matched, lines):
+                break
+    finally:
+        files.close()
+    return result
+
+
+def searched_lines(dir_fd: int, name: str) -> list[str] | None:
+    """The lines grep searches in a file: None for binary, only whole lines of the first 1 MiB."""
+    data = read_head(dir_fd, name, GREP_BYTES_PER_FILE + 1)
+    if data is None:
+        return None
+    text = searchable_text(data[:GREP_BYTES_PER_FILE], len(data) > GREP_BYTES_PER_FILE)
+    if text is None:
+        return None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def list_files(
+    root: str, start: str, start_is_dir: bool, query: ListQuery, ancestor: list[str]
+) -> ListResult:
+    pattern = compile_glob(query.pattern)
+    result = ListResult()
+    seen_dirs: set[str] = set()
+    base = "" if start in ("", ".") or not start_is_dir else start
+    files = walk_files(
+        root,
+        start,
+        start_is_dir,
+        ancestor_rules=ancestor,
+        no_ignore=query.no_ignore,
+        max_depth=query.max_depth,
+        include=pattern,
+    )
+    for rel, dir_fd in files:
+        head = read_head(dir_fd, rel.rsplit("/", 1)[-1], BINARY_SNIFF_BYTES)
+        new_entries = []
+        if pattern is None:
+            parts = rel.split("/")
+            base_depth = len(base.split("/")) if base else 0
+            for depth in range(base_depth + 1, len(parts)):
+                directory = "/".join(parts[:depth])
+                if directory not in seen_dirs:
+                    seen_dirs.add(directory)
+                    new_entries.append(Entry(directory, True))
+        if head is not None and b"\x00" not in head:
+            new_entries.append(Entry(rel, False))
+        for entry in new_entries:
+            if len(result.entries) >= query.limit:
+                result.more = True
+                files.close()
+                return result
+            result.entries.append(entry)
+    return result

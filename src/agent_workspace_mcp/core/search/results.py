@@ -1,0 +1,84 @@
+"""What both engines return, so one renderer serves both and results can be compared."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LineHit:
+    path: str  # relative to the workspace root
+    line: int  # 1-based
+    text: str  # without the line terminator
+    is_match: bool = True  # False: a context line
+
+
+@dataclass
+class GrepResult:
+    hits: list[LineHit] = field(default_factory=list)
+    matches: int = 0
+    files: int = 0
+    more: bool = False  # stopped at maxResults with more matches left
+
+
+@dataclass(frozen=True)
+class Entry:
+    path: str  # relative to the workspace root
+    is_dir: bool
+
+
+@dataclass
+class ListResult:
+    entries: list[Entry] = field(default_factory=list)
+    more: bool = False
+
+
+@dataclass(frozen=True)
+class GrepQuery:
+    pattern: str
+    ignore_case: bool
+    max_results: int
+    context: int
+    include: str | None
+    no_ignore: bool
+
+
+@dataclass(frozen=True)
+class ListQuery:
+    pattern: str | None
+    max_depth: int
+    limit: int
+    no_ignore: bool
+
+
+def add_hits(result: GrepResult, rel: str, lines: list[str], kept: list[int], context: int) -> None:
+    """Matched lines (0-based indices) plus `context` lines around each, merged, in order."""
+    wanted: dict[int, bool] = {}
+    for index in kept:
+        for near in range(max(0, index - context), min(len(lines), index + context + 1)):
+            wanted.setdefault(near, False)
+        wanted[index] = True
+    for index in sorted(wanted):
+        result.hits.append(LineHit(rel, index + 1, lines[index].rstrip("\r"), wanted[index]))
+
+
+def take(result: GrepResult, query: GrepQuery, rel: str, matched: list[int], lines) -> bool:
+    """Add one file's matches under the `maxResults` cap. Returns False when the search is done.
+
+    Both engines call this with the same arguments for the same file, which is what makes
+    their answers identical: truncation, the "more" look-ahead and context all live here.
+    `lines` is the file's searched lines or a callable returning them (read lazily).
+    """
+    if not matched:
+        return True
+    if result.matches >= query.max_results:
+        result.more = True  # a match beyond the cap exists
+        return False
+    room = query.max_results - result.matches
+    kept = matched[:room]
+    if len(matched) > room:
+        result.more = True
+    add_hits(result, rel, lines() if callable(lines) else lines, kept, query.context)
+    result.matches += len(kept)
+    result.files += 1
+    return not result.more

@@ -1,0 +1,302 @@
+"""The ripgrep engine: the `rg` binary with arguments that reproduce our rules exactly.
+
+- `--no-config`: no user configuration file can change the behaviour.
+- `--hidden` plus `--glob=!<dir>/` for each ignored directory (dot files are ordinary
+  files for us; only the named directories are skipped).
+- `--no-follow` (the default, spelled out): symlinks are never followed.
+- `.gitignore` only, from the search path down (`--no-require-git --no-ignore-parent
+  --no-ignore-dot --no-ignore-exclude --no-ignore-global`); the ancestors' rules inside
+  the workspace come in through `--ignore-file`, already rebased to the root.
+- `--text`: rg would stop at the first NUL anywhere in a file; our rule is "NUL in the
+  first 8 KiB", so the binary check happens here, on files that produced output.
+- `--sort path`: deterministic order (per directory, by name bytes), which lets us stop
+  reading once `maxResults` is reached and kill rg early.
+- User input never lands where it could become a flag: the pattern follows `-e`, globs
+  are `--glob=...`, and the path comes after `--`.
+- Only whole lines within the first 1 MiB count (`absolute_offset` + line length).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..containment import locate
+from ..errors import InvalidArgumentError, WorkspaceError
+from ..limits import BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS, IGNORED_DIRS
+from ..textio import read_range
+from ..workspaces import Workspace
+from .python_engine import SearchTimeout, searchable_text
+from .results import Entry, GrepQuery, GrepResult, ListQuery, ListResult, take
+from .rules import compile_glob
+
+
+def find_rg() -> str | None:
+    """The `rg` the `ripgrep` wheel installed next to this interpreter, else one on PATH.
+
+    Clients often launch us (via uvx) without the environment's scripts dir on PATH.
+    """
+    candidates = [
+        os.path.join(os.path.dirname(sys.executable), "rg"),
+        os.path.join(sysconfig.get_path("scripts"), "rg"),
+    ]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("rg")
+
+
+def _base_args(rg: str, no_ignore: bool, ignore_file: str | None) -> list[str]:
+    args = [rg, "--no-config", "--hidden", "--no-follow", "--sort", "path"]
+    args += [f"--glob=!{name}/" for name in IGNORED_DIRS]
+    if no_ignore:
+        args.append("--no-ignore")
+    else:
+        args += [
+            "--no-require-git",
+            "--no-ignore-parent",
+            "--no-ignore-dot",
+            "--no-ignore-exclude",
+            "--no-ignore-global",
+        ]
+        if ignore_file:
+            args.append(f"--ignore-file={ignore_file}")
+    return args
+
+
+@contextmanager
+def _ignore_file(rules: list[str], no_ignore: bool) -> Iterator[str | None]:
+    if no_ignore or not rules:
+        yield None
+        return
+    fd, path = tempfile.mkstemp(prefix="awm-ignore-", suffix=".gitignore")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(rules) + "\n")
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def _spawn(args: list[str], cwd: str) -> subprocess.Popen:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
+    return subprocess.Popen(
+        args,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _kill_quietly(proc: subprocess.Popen) -> None:
+    """Timer callback: the budget ran out; mark it so the caller reports a timeout."""
+    proc._awm_killed = True  # type: ignore[attr-defined]
+    _kill_group(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        _kill_group(proc)
+    proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+    if proc.stderr:
+        proc.stderr.close()
+
+
+def _rg_error(stderr: bytes) -> str:
+    text = stderr.decode("utf-8", "replace").strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("regex parse error"):
+        detail = next((line for line in reversed(lines) if line.startswith("error:")), lines[-1])
+        return f"invalid regex: {detail.removeprefix('error:').strip()}"
+    return "search failed: " + (lines[-1] if lines else "ripgrep exited with an error")
+
+
+def _decode(field: dict) -> bytes:
+    if "text" in field:
+        return field["text"].encode("utf-8", "surrogatepass")
+    return base64.b64decode(field.get("bytes", ""))
+
+
+def _read(ws: Workspace, rel: str, size: int) -> bytes | None:
+    """Up to `size` bytes of a file rg reported, read through the containment walk.
+
+    rg's own traversal never follows symlinks, but the tree can change between rg
+    listing a path and us reading it; `locate()` makes that read safe regardless.
+    """
+    try:
+        with locate(ws, "/" + rel if not ws.confined else rel) as loc:
+            data, _ = read_range(loc, 0, size)
+            return data
+    except WorkspaceError:
+        return None
+
+
+def _is_binary(ws: Workspace, rel: str) -> bool:
+    head = _read(ws, rel, BINARY_SNIFF_BYTES)
+    return head is None or b"\x00" in head
+
+
+def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[str]) -> GrepResult:
+    root = ws.root
+    include = compile_glob(query.include)
+    result = GrepResult()
+    with _ignore_file(ancestor, query.no_ignore) as ignore_file:
+        args = _base_args(rg, query.no_ignore, ignore_file)
+        args += ["--json", "--text", "--line-number"]
+        if query.ignore_case:
+            args.append("--ignore-case")
+        if include is not None and include.basename:
+            args.append(f"--glob={include.text}")
+        args += ["-e", query.pattern, "--", start or "."]
+        proc = _spawn(args, root)
+        timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, _kill_quietly, (proc,))
+        timer.start()
+        try:
+            finished = _consume(proc, ws, result, query, include)
+        finally:
+            timer.cancel()
+            _stop(proc)
+    if getattr(proc, "_awm_killed", False):
+        raise SearchTimeout(
+            f"the search took longer than {GREP_TIME_BUDGET_SECONDS:g} s; "
+            "narrow the path or pattern"
+        )
+    if finished and proc.returncode == 2:
+        message = _rg_error(proc.stderr_text)  # type: ignore[attr-defined]
+        if message.startswith("invalid regex"):
+            raise InvalidArgumentError(message)
+        raise WorkspaceError(message)
+    return result
+
+
+def _consume(
+    proc: subprocess.Popen, ws: Workspace, result: GrepResult, query: GrepQuery, include
+) -> bool:
+    """Read rg's JSON stream; returns False if we stopped early (rg is then killed)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    current = ""
+    skip = False
+    matched: list[int] = []
+    texts: dict[int, str] = {}
+    for raw in proc.stdout:
+        message = json.loads(raw)
+        kind = message["type"]
+        data = message.get("data", {})
+        if kind == "begin":
+            current = os.fsdecode(_decode(data["path"]))
+            current = current[2:] if current.startswith("./") else current
+            skip = (include is not None and not include.matches(current)) or _is_binary(ws, current)
+            matched, texts = [], {}
+        elif kind == "match" and not skip:
+            line = _decode(data["lines"])
+            if data["absolute_offset"] + len(line) > GREP_BYTES_PER_FILE:
+                continue  # only whole lines within the first 1 MiB are searched
+            index = data["line_number"] - 1
+            matched.append(index)
+            texts[index] = line.decode("utf-8", "replace").rstrip("\n")
+        elif kind == "end" and not skip and matched:
+            lines = _lines_for(ws, current, texts, query.context)
+            if not take(result, query, current, matched, lines):
+                return False
+            matched = []
+    proc.wait()
+    proc.stderr_text = proc.stderr.read()  # type: ignore[attr-defined]
+    return True
+
+
+def _lines_for(ws: Workspace, rel: str, texts: dict[int, str], context: int):
+    """The file's lines as `take` needs them: only the matched ones unless context is wanted."""
+    if context == 0:
+        size = max(texts) + 1
+        return lambda: [texts.get(i, "") for i in range(size)]
+
+    def read() -> list[str]:
+        data = _read(ws, rel, GREP_BYTES_PER_FILE + 1)
+        if data is None:
+            return [texts.get(i, "") for i in range(max(texts) + 1)]
+        text = searchable_text(data[:GREP_BYTES_PER_FILE], len(data) > GREP_BYTES_PER_FILE) or ""
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return lines
+
+    return read
+
+
+def list_files(
+    rg: str, ws: Workspace, start: str, start_is_dir: bool, query: ListQuery, ancestor: list[str]
+) -> ListResult:
+    root = ws.root
+    pattern = compile_glob(query.pattern)
+    result = ListResult()
+    seen_dirs: set[str] = set()
+    base = "" if start in ("", ".") or not start_is_dir else start
+    with _ignore_file(ancestor, query.no_ignore) as ignore_file:
+        args = _base_args(rg, query.no_ignore, ignore_file)
+        args += ["--files", "--null", f"--max-depth={query.max_depth}"]
+        if pattern is not None and pattern.basename:
+            args.append(f"--glob={pattern.text}")
+        args += ["--", start or "."]
+        proc = _spawn(args, root)
+        try:
+            assert proc.stdout is not None
+            buffer = b""
+            while True:
+                chunk = (
+                    proc.stdout.read1(65536)
+                    if hasattr(proc.stdout, "read1")
+                    else proc.stdout.read(65536)
+                )
+                if not chunk:
+                    break
+                buffer += chunk
+                *names, buffer = buffer.split(b"\x00")
+                for raw in names:
+                    rel = os.fsdecode(raw)
+                    rel = rel[2:] if rel.startswith("./") else rel
+                    if pattern is not None and not pattern.matches(rel):
+                        continue
+                    new_entries = []
+                    if pattern is None:
+                        parts = rel.split("/")
+                        base_depth = len(base.split("/")) if base else 0
+                        for depth in range(base_depth + 1, len(parts)):
+                            directory = "/".join(parts[:depth])
+                            if directory not in seen_dirs:
+                                seen_dirs.add(directory)
+                                new_entries.append(Entry(directory, True))
+                    if not _is_binary(ws, rel):
+                        new_entries.append(Entry(rel, False))
+                    for entry in new_entries:
+                        if len(result.entries) >= query.limit:
+                            result.more = True
+                            return result
+                        result.entries.append(entry)
+            code = proc.wait()
+            if code == 2:
+                assert proc.stderr is not None
+                raise WorkspaceError(_rg_error(proc.stderr.read()))
+        finally:
+            _stop(proc)
+    return result
