@@ -19,8 +19,8 @@ import regex
 from pathspec import GitIgnoreSpec
 
 from ..errors import WorkspaceError
-from ..limits import BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS
-from .results import Entry, GrepQuery, GrepResult, ListQuery, ListResult, take
+from ..limits import ANSWER_BYTES, BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS
+from .results import GrepQuery, GrepResult, ListQuery, ListResult, add_listed_file, take
 from .rules import Glob, compile_glob, fs_sort_key, is_ignored_dir_name
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -265,11 +265,14 @@ def searched_lines(dir_fd: int, name: str) -> list[str] | None:
 
 
 def list_files(
-    root: str, start: str, start_is_dir: bool, query: ListQuery, ancestor: list[str]
+    root: str,
+    start: str,
+    start_is_dir: bool,
+    query: ListQuery,
+    ancestor: list[str],
+    budget: int = ANSWER_BYTES,
 ) -> ListResult:
-    pattern = compile_glob(query.pattern)
     result = ListResult()
-    seen_dirs: set[str] = set()
     base = "" if start in ("", ".") or not start_is_dir else start
     files = walk_files(
         root,
@@ -278,25 +281,18 @@ def list_files(
         ancestor_rules=ancestor,
         no_ignore=query.no_ignore,
         max_depth=query.max_depth,
-        include=pattern,
+        include=compile_glob(query.pattern),
     )
-    for rel, dir_fd in files:
-        head = read_head(dir_fd, rel.rsplit("/", 1)[-1], BINARY_SNIFF_BYTES)
-        new_entries = []
-        if pattern is None:
-            parts = rel.split("/")
-            base_depth = len(base.split("/")) if base else 0
-            for depth in range(base_depth + 1, len(parts)):
-                directory = "/".join(parts[:depth])
-                if directory not in seen_dirs:
-                    seen_dirs.add(directory)
-                    new_entries.append(Entry(directory, True))
-        if head is not None and b"\x00" not in head:
-            new_entries.append(Entry(rel, False))
-        for entry in new_entries:
-            if len(result.entries) >= query.limit:
-                result.more = True
-                files.close()
-                return result
-            result.entries.append(entry)
+    try:
+        for rel, dir_fd in files:
+            name = rel.rsplit("/", 1)[-1]
+
+            def binary(dir_fd: int = dir_fd, name: str = name) -> bool:
+                head = read_head(dir_fd, name, BINARY_SNIFF_BYTES)
+                return head is None or b"\x00" in head
+
+            if not add_listed_file(result, query, rel, base, binary, budget):
+                break
+    finally:
+        files.close()
     return result

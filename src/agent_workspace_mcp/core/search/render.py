@@ -53,7 +53,12 @@ def render_list(result: ListResult, limit: int, shown) -> str:
     if not result.entries:
         return "no files found"
     out = [shown(e.path) + ("/" if e.is_dir else "") for e in result.entries]
-    if result.more:
+    if result.budget_hit:
+        out.append(
+            f"... (answer size limit reached after {len(result.entries)} entries; "
+            "narrow path/pattern or lower maxDepth)"
+        )
+    elif result.more:
         out.append(
             f"... (stopped at limit={limit}; more entries exist: "
             "narrow path/pattern or raise limit)"

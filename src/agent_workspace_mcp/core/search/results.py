@@ -31,6 +31,9 @@ class Entry:
 class ListResult:
     entries: list[Entry] = field(default_factory=list)
     more: bool = False
+    budget_hit: bool = False  # stopped by the answer size budget rather than `limit`
+    used: int = 0  # bytes the rendered entries take
+    seen_dirs: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -82,3 +85,33 @@ def take(result: GrepResult, query: GrepQuery, rel: str, matched: list[int], lin
     result.matches += len(kept)
     result.files += 1
     return not result.more
+
+
+def add_listed_file(
+    result: ListResult, query: ListQuery, rel: str, base: str, is_binary, budget: int
+) -> bool:
+    """Add a file (and, without a pattern, its not-yet-listed directories). False: stop.
+
+    Shared by both engines so `limit`, the answer budget and directory derivation are
+    one piece of code. `is_binary` is a callable, evaluated only when needed.
+    """
+    new: list[Entry] = []
+    if query.pattern is None:
+        parts = rel.split("/")
+        first = len(base.split("/")) + 1 if base else 1
+        for depth in range(first, len(parts)):
+            directory = "/".join(parts[:depth])
+            if directory not in result.seen_dirs:
+                result.seen_dirs.add(directory)
+                new.append(Entry(directory, True))
+    if not is_binary():
+        new.append(Entry(rel, False))
+    for entry in new:
+        size = len(entry.path.encode("utf-8", "surrogateescape")) + 1 + entry.is_dir
+        if len(result.entries) >= query.limit or result.used + size > budget:
+            result.more = True
+            result.budget_hit = len(result.entries) < query.limit
+            return False
+        result.entries.append(entry)
+        result.used += size
+    return True

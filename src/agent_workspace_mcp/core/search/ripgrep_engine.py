@@ -11,8 +11,11 @@
   first 8 KiB", so the binary check happens here, on files that produced output.
 - `--sort path`: deterministic order (per directory, by name bytes), which lets us stop
   reading once `maxResults` is reached and kill rg early.
-- User input never lands where it could become a flag: the pattern follows `-e`, globs
-  are `--glob=...`, and the path comes after `--`.
+- Include globs are applied here, not passed as `--glob`: rg's globs are overrides
+  that beat `.gitignore` and can whitelist an excluded directory (verified: `*.[!t]*`
+  re-included `.workspace-mcp/` and `*.log` files).
+- User input never lands where it could become a flag: the pattern follows `-e` and the
+  path comes after `--`.
 - Only whole lines within the first 1 MiB count (`absolute_offset` + line length).
 """
 
@@ -34,11 +37,17 @@ from contextlib import contextmanager
 
 from ..containment import locate
 from ..errors import InvalidArgumentError, WorkspaceError
-from ..limits import BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS, IGNORED_DIRS
+from ..limits import (
+    ANSWER_BYTES,
+    BINARY_SNIFF_BYTES,
+    GREP_BYTES_PER_FILE,
+    GREP_TIME_BUDGET_SECONDS,
+    IGNORED_DIRS,
+)
 from ..textio import read_range
 from ..workspaces import Workspace
-from .python_engine import SearchTimeout, searchable_text
-from .results import Entry, GrepQuery, GrepResult, ListQuery, ListResult, take
+from .python_engine import SearchTimeout, read_head, searchable_text
+from .results import GrepQuery, GrepResult, ListQuery, ListResult, add_listed_file, take
 from .rules import compile_glob
 
 
@@ -166,8 +175,6 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
         args += ["--json", "--text", "--line-number"]
         if query.ignore_case:
             args.append("--ignore-case")
-        if include is not None and include.basename:
-            args.append(f"--glob={include.text}")
         args += ["-e", query.pattern, "--", start or "."]
         proc = _spawn(args, root)
         timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, _kill_quietly, (proc,))
@@ -244,59 +251,95 @@ def _lines_for(ws: Workspace, rel: str, texts: dict[int, str], context: int):
     return read
 
 
+class _DirCache:
+    """Directory fds opened through the containment walk, reused for their files.
+
+    rg lists files grouped by directory, so one `locate()` per directory (instead of
+    one per file) keeps the binary sniff cheap without giving up the walk's guarantee.
+    """
+
+    def __init__(self, ws: Workspace, size: int = 32) -> None:
+        self._ws = ws
+        self._size = size
+        self._fds: dict[str, int] = {}
+
+    def head(self, rel: str, size: int) -> bytes | None:
+        directory, _, name = rel.rpartition("/")
+        fd = self._fds.get(directory)
+        if fd is None:
+            try:
+                target = directory or "."
+                loc = locate(self._ws, target if self._ws.confined else "/" + target)
+            except WorkspaceError:
+                return None
+            with loc:
+                try:
+                    fd = os.open(
+                        loc.name or ".",
+                        os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        dir_fd=loc.dir_fd,
+                    )
+                except OSError:
+                    return None
+            if len(self._fds) >= self._size:
+                os.close(self._fds.pop(next(iter(self._fds))))
+            self._fds[directory] = fd
+        return read_head(fd, name, size)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
 def list_files(
-    rg: str, ws: Workspace, start: str, start_is_dir: bool, query: ListQuery, ancestor: list[str]
+    rg: str,
+    ws: Workspace,
+    start: str,
+    start_is_dir: bool,
+    query: ListQuery,
+    ancestor: list[str],
+    budget: int = ANSWER_BYTES,
 ) -> ListResult:
-    root = ws.root
     pattern = compile_glob(query.pattern)
     result = ListResult()
-    seen_dirs: set[str] = set()
     base = "" if start in ("", ".") or not start_is_dir else start
+    cache = _DirCache(ws)
     with _ignore_file(ancestor, query.no_ignore) as ignore_file:
         args = _base_args(rg, query.no_ignore, ignore_file)
-        args += ["--files", "--null", f"--max-depth={query.max_depth}"]
-        if pattern is not None and pattern.basename:
-            args.append(f"--glob={pattern.text}")
-        args += ["--", start or "."]
-        proc = _spawn(args, root)
+        args += ["--files", "--null", f"--max-depth={query.max_depth}", "--", start or "."]
+        proc = _spawn(args, ws.root)
         try:
-            assert proc.stdout is not None
-            buffer = b""
-            while True:
-                chunk = (
-                    proc.stdout.read1(65536)
-                    if hasattr(proc.stdout, "read1")
-                    else proc.stdout.read(65536)
-                )
-                if not chunk:
-                    break
-                buffer += chunk
-                *names, buffer = buffer.split(b"\x00")
-                for raw in names:
-                    rel = os.fsdecode(raw)
-                    rel = rel[2:] if rel.startswith("./") else rel
-                    if pattern is not None and not pattern.matches(rel):
-                        continue
-                    new_entries = []
-                    if pattern is None:
-                        parts = rel.split("/")
-                        base_depth = len(base.split("/")) if base else 0
-                        for depth in range(base_depth + 1, len(parts)):
-                            directory = "/".join(parts[:depth])
-                            if directory not in seen_dirs:
-                                seen_dirs.add(directory)
-                                new_entries.append(Entry(directory, True))
-                    if not _is_binary(ws, rel):
-                        new_entries.append(Entry(rel, False))
-                    for entry in new_entries:
-                        if len(result.entries) >= query.limit:
-                            result.more = True
-                            return result
-                        result.entries.append(entry)
-            code = proc.wait()
-            if code == 2:
-                assert proc.stderr is not None
-                raise WorkspaceError(_rg_error(proc.stderr.read()))
+            if _collect_listing(proc, result, query, pattern, base, cache, budget):
+                proc.wait()
+                if proc.returncode == 2:
+                    assert proc.stderr is not None
+                    raise WorkspaceError(_rg_error(proc.stderr.read()))
         finally:
+            cache.close()
             _stop(proc)
     return result
+
+
+def _collect_listing(proc, result, query, pattern, base, cache: _DirCache, budget: int) -> bool:
+    """Feed rg's NUL-separated names to the shared collector; False if we stopped early."""
+    assert proc.stdout is not None
+    pending = b""
+    while True:
+        chunk = proc.stdout.read1(1 << 16)
+        if not chunk:
+            return True
+        pending += chunk
+        *names, pending = pending.split(b"\x00")
+        for raw in names:
+            rel = os.fsdecode(raw)
+            rel = rel[2:] if rel.startswith("./") else rel
+            if pattern is not None and not pattern.matches(rel):
+                continue
+
+            def binary(rel: str = rel) -> bool:
+                head = cache.head(rel, BINARY_SNIFF_BYTES)
+                return head is None or b"\x00" in head
+
+            if not add_listed_file(result, query, rel, base, binary, budget):
+                return False

@@ -1,0 +1,176 @@
+"""grep and list_files latency through the MCP client, against raw ripgrep as the floor.
+
+Corpus: the Django sdist from PyPI (several thousand real files), unpacked once into
+bench/.corpus/, plus a 20x copy of it. For each corpus and query, in one run and
+interleaved: the median wall time of the tool call through an in-memory
+`fastmcp.Client` (so MCP framing, validation and rendering are included) and of `rg`
+run directly with the same arguments our engine passes. The ratio is the figure.
+
+    python bench/search.py [--runs 7] [--json bench/results/search.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.core.limits import IGNORED_DIRS
+from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / ".corpus"
+DJANGO = "Django==5.1.4"
+
+
+def ensure_corpus() -> tuple[Path, Path]:
+    small = CORPUS / "django"
+    big = CORPUS / "django_x20"
+    if not small.exists():
+        CORPUS.mkdir(exist_ok=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pip",
+                    "download",
+                    "--no-deps",
+                    "--no-binary",
+                    ":all:",
+                    "-d",
+                    tmp,
+                    DJANGO,
+                ],
+                check=True,
+                capture_output=True,
+            )
+            archive = next(Path(tmp).glob("*.tar.gz"))
+            with tarfile.open(archive) as tar:
+                tar.extractall(CORPUS / "unpacked", filter="data")
+        shutil.move(next((CORPUS / "unpacked").iterdir()), small)
+        shutil.rmtree(CORPUS / "unpacked")
+    if not big.exists():
+        big.mkdir()
+        for i in range(20):
+            shutil.copytree(small, big / f"copy{i:02d}", symlinks=True)
+    return small, big
+
+
+def rg_args(rg: str, mode: str, arg: str) -> list[str]:
+    base = [rg, "--no-config", "--hidden", "--no-follow", "--sort", "path"]
+    base += [f"--glob=!{name}/" for name in IGNORED_DIRS]
+    base += [
+        "--no-require-git",
+        "--no-ignore-parent",
+        "--no-ignore-dot",
+        "--no-ignore-exclude",
+        "--no-ignore-global",
+    ]
+    if mode == "grep":
+        return [*base, "--json", "--text", "--line-number", "-e", arg, "--", "."]
+    return [*base, "--files", "--null", "--max-depth=12", "--", "."]
+
+
+def time_rg(argv: list[str], cwd: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+async def time_tool(client: Client, tool: str, args: dict) -> float:
+    started = time.perf_counter()
+    result = await client.call_tool(tool, args, raise_on_error=False)
+    elapsed = time.perf_counter() - started
+    if result.is_error:
+        raise RuntimeError(result.content[0].text)
+    return elapsed
+
+
+QUERIES = [
+    (
+        "grep",
+        "rare: get_object_or_404\\(",
+        {"pattern": r"get_object_or_404\("},
+        r"get_object_or_404\(",
+    ),
+    ("grep", "none: zqxjv_no_match", {"pattern": "zqxjv_no_match"}, "zqxjv_no_match"),
+    ("grep", "common: import (first 100)", {"pattern": "import"}, "import"),
+    ("list_files", "list (limit 500)", {"maxDepth": 12}, ""),
+    ("list_files", "list (limit 5000)", {"maxDepth": 12, "limit": 5000}, ""),
+]
+
+
+async def run(runs: int) -> list[dict]:
+    rg = find_rg()
+    if rg is None:
+        raise SystemExit("no ripgrep binary found; install the ripgrep wheel")
+    small, big = ensure_corpus()
+    rows = []
+    for label, root in (("django", small), ("django x20", big)):
+        files = sum(len(f) for _, _, f in os.walk(root))
+        server = create_server(Settings(root=str(root), search_engine="rg"))
+        # The pure-Python fallback engine, timed on the small corpus only (it reads every
+        # file in Python; on the 20x copy that is tens of seconds per no-match query).
+        fallback = create_server(Settings(root=str(root), search_engine="python"))
+        async with Client(server) as client, Client(fallback) as slow:
+            for tool, name, args, arg in QUERIES:
+                ours, floor, python = [], [], []
+                await time_tool(client, tool, args)  # warm the page cache and imports
+                for _ in range(runs):
+                    floor.append(time_rg(rg_args(rg, tool, arg), root))
+                    ours.append(await time_tool(client, tool, args))
+                    if label == "django":
+                        python.append(await time_tool(slow, tool, args))
+                row = {
+                    "corpus": label,
+                    "files": files,
+                    "query": name,
+                    "ours_ms": statistics.median(ours) * 1000,
+                    "rg_ms": statistics.median(floor) * 1000,
+                    "python_engine_ms": statistics.median(python) * 1000 if python else None,
+                }
+                row["ratio"] = row["ours_ms"] / row["rg_ms"]
+                rows.append(row)
+                py = f"{row['python_engine_ms']:10.1f}" if python else f"{'-':>10}"
+                print(
+                    f"{label:11} {files:7d} {name:30} {row['ours_ms']:9.1f} {row['rg_ms']:9.1f} "
+                    f"{row['ratio']:6.2f}x {py}",
+                    flush=True,
+                )
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", default=str(HERE / "results" / "search.json"))
+    args = parser.parse_args()
+    print(
+        f"{'corpus':11} {'files':>7} {'query':30} {'ours ms':>9} {'rg ms':>9} {'ratio':>7} "
+        f"{'python ms':>10}"
+    )
+    rows = asyncio.run(run(args.runs))
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps({"benchmark": "search", "cpus": os.cpu_count(), "rows": rows}, indent=2) + "\n"
+    )
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+"""grep and list_files: both engines over the same real tree must answer identically."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings
+from agent_workspace_mcp.core import limits
+from agent_workspace_mcp.core.errors import WorkspaceError
+from agent_workspace_mcp.core.search import python_engine
+from agent_workspace_mcp.core.search.results import GrepQuery
+from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
+from tests.conftest import open_client
+from tests.helpers import fails, ok
+
+needs_rg = pytest.mark.skipif(find_rg() is None, reason="no ripgrep binary (the ripgrep wheel installs one)")
+
+
+def build_tree(root: Path) -> None:
+    """A tree with everything the rules must handle."""
+    w = lambda rel, data: (root / rel).parent.mkdir(parents=True, exist_ok=True) or (  # noqa: E731
+        (root / rel).write_bytes(data if isinstance(data, bytes) else data.encode())
+    )
+    w("README.md", "# Title\nneedle in readme\n")
+    w("src/app.py", "import os\n\ndef needle():\n    return 'Needle'\n# needle again\n")
+    w("src/a/b.txt", "needle at depth\n")
+    w("src/a.txt", "needle beside dir\n")
+    w("src/Zeta.TXT", "NEEDLE upper\n")
+    w("src/_under.py", "x = 'needle'\n")
+    w("unicode/naïve café.txt", "needle ünïcode line\nzweite Zeile needle\n")
+    w("unicode/日本語.md", "needle 日本\n")
+    w("crlf.txt", b"first\r\nneedle crlf\r\nlast needle\r\n")
+    w("no_newline.txt", b"needle without newline")
+    w("bin/image.bin", b"\x89PNG\x00\x00needle\x00")
+    w("bin/late_nul.txt", b"needle early\n" + b"x" * 9000 + b"\x00 needle late\n")
+    w("big/large.txt", b"needle first line\n" + b"y" * (limits.GREP_BYTES_PER_FILE) + b"\nneedle beyond cap\n")
+    w("node_modules/pkg/index.js", "needle in node_modules\n")
+    w("src/node_modules/deep.js", "needle nested node_modules\n")
+    w(".git/config", "needle in git\n")
+    w(".cache/x", "needle in cache\n")
+    w(".workspace-mcp/notes.jsonl", "needle in state\n")
+    w(".hidden/visible.txt", "needle in hidden dir\n")
+    w(".gitignore", "*.log\n/build/\nsecret*\n!secret_ok.txt\ndocs/generated/\n")
+    w("app.log", "needle in log\n")
+    w("sub/app.log", "needle in nested log\n")
+    w("build/out.txt", "needle in root build\n")
+    w("sub/build/out.txt", "needle in sub build (not anchored)\n")
+    w("secret.txt", "needle secret\n")
+    w("secret_ok.txt", "needle secret ok\n")
+    w("docs/generated/api.md", "needle generated\n")
+    w("docs/guide.md", "needle guide\n")
+    w("docs/.gitignore", "/private.md\ndrafts/\n")
+    w("docs/private.md", "needle private\n")
+    w("docs/drafts/d.md", "needle draft\n")
+    w("docs/sub/private.md", "needle private but deeper\n")
+    w("web/src/comp.tsx", "const needle = 1\n")
+    w("web/src/comp.ts", "const needle = 2\n")
+    w("web/src/style.css", "needle {}\n")
+    (root / "loop").mkdir()
+    (root / "loop" / "self").symlink_to("..")
+    (root / "loop" / "file.txt").write_text("needle in loop dir\n")
+    (root / "link_to_src").symlink_to("src")
+    (root / "link_file.txt").symlink_to("README.md")
+    os.mkfifo(root / "fifo")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "sock"))
+    sock.close()
+    (root / "empty_dir").mkdir()
+
+
+@pytest.fixture
+def corpus(ws: Path) -> Path:
+    build_tree(ws)
+    return ws
+
+
+QUERIES = [
+    ("grep", {"pattern": "needle"}),
+    ("grep", {"pattern": "needle", "ignoreCase": True}),
+    ("grep", {"pattern": "needle", "noIgnore": True}),
+    ("grep", {"pattern": "needle", "include": "*.py"}),
+    ("grep", {"pattern": "needle", "include": "web/**/*.{ts,tsx}"}),
+    ("grep", {"pattern": "needle", "include": "*.[!t]*"}),
+    ("grep", {"pattern": "needle", "path": "docs"}),
+    ("grep", {"pattern": "needle", "path": "docs/sub"}),
+    ("grep", {"pattern": "needle", "path": "src/app.py"}),
+    ("grep", {"pattern": "needle", "maxResults": 3}),
+    ("grep", {"pattern": "needle", "maxResults": 1, "contextLines": 2}),
+    ("grep", {"pattern": "needle", "contextLines": 1}),
+    ("grep", {"pattern": "^needle$|crlf$|newline$"}),
+    ("grep", {"pattern": r"\bneedle\b\s+\w+"}),
+    ("grep", {"pattern": "ünïcode|日本"}),
+    ("grep", {"pattern": "NEEDLE", "ignoreCase": False}),
+    ("grep", {"pattern": "no such text anywhere"}),
+    ("list_files", {}),
+    ("list_files", {"noIgnore": True}),
+    ("list_files", {"pattern": "*.md"}),
+    ("list_files", {"pattern": "src/**"}),
+    ("list_files", {"path": "docs"}),
+    ("list_files", {"path": "src", "maxDepth": 1}),
+    ("list_files", {"maxDepth": 1}),
+    ("list_files", {"limit": 7}),
+    ("list_files", {"path": "README.md"}),
+]
+
+
+@needs_rg
+@pytest.mark.parametrize(("tool", "args"), QUERIES, ids=[f"{t}-{i}" for i, (t, _) in enumerate(QUERIES)])
+async def test_both_engines_answer_identically(corpus: Path, tool: str, args: dict) -> None:
+    answers = {}
+    for engine in ("rg", "python"):
+        async with open_client(Settings(root=str(corpus), search_engine=engine)) as client:
+            result = await client.call_tool(tool, args, raise_on_error=False)
+            answers[engine] = (result.is_error, result.content[0].text)
+    assert answers["rg"] == answers["python"]
+    assert not answers["rg"][0], answers["rg"][1]
+
+
+@pytest.fixture(params=["rg", "python"])
+async def engine_client(request, corpus: Path):
+    if request.param == "rg" and find_rg() is None:
+        pytest.skip("no ripgrep binary")
+    async with open_client(Settings(root=str(corpus), search_engine=request.param)) as c:
+        yield c
+
+
+async def test_grep_rules(engine_client: Client) -> None:
+    text = await ok(engine_client, "grep", pattern="needle")
+    lines = text.splitlines()
+    paths = {line.split(":", 1)[0] for line in lines[:-1]}
+    # The backbone document's format and a count summary.
+    assert "src/app.py:3: def needle():" in lines
+    assert "crlf.txt:2: needle crlf" in lines  # CR stripped from the shown line
+    assert lines[-1].endswith("files") and " matches in " in lines[-1]
+    # Binary (NUL in the first 8 KiB) skipped; a NUL later does not make a file binary.
+    assert "bin/image.bin" not in paths and "bin/late_nul.txt" in paths
+    # Only the first 1 MiB is searched.
+    assert "big/large.txt:1: needle first line" in lines and "needle beyond cap" not in text
+    # Ignored directories, symlinks, .gitignore rules (anchored, dir-only, negated, nested).
+    for hidden in ("node_modules/pkg/index.js", "src/node_modules/deep.js", ".git/config", ".cache/x",
+                   ".workspace-mcp/notes.jsonl", "app.log", "sub/app.log", "build/out.txt", "secret.txt",
+                   "docs/generated/api.md", "docs/private.md", "docs/drafts/d.md", "link_to_src/app.py",
+                   "link_file.txt", "loop/self/README.md"):
+        assert hidden not in paths, hidden
+    for shown in (".hidden/visible.txt", "sub/build/out.txt", "secret_ok.txt", "docs/sub/private.md",
+                  "loop/file.txt", "unicode/naïve café.txt"):
+        assert shown in paths, shown
+
+
+async def test_grep_order_is_per_directory_by_name(engine_client: Client) -> None:
+    text = await ok(engine_client, "grep", pattern="needle", path="src", ignoreCase=True)
+    order = [line.split(":", 1)[0] for line in text.splitlines()[:-1]]
+    assert order.index("src/a/b.txt") < order.index("src/a.txt")
+    assert order.index("src/Zeta.TXT") < order.index("src/_under.py") < order.index("src/a/b.txt")
+
+
+async def test_grep_truncation_and_context(engine_client: Client) -> None:
+    text = await ok(engine_client, "grep", pattern="needle", maxResults=2)
+    assert text.splitlines()[-1] == "2 matches in 2 files (stopped at maxResults=2; more matches exist)"
+    text = await ok(engine_client, "grep", pattern="needle", path="src/app.py", contextLines=1)
+    assert text.splitlines() == [
+        "src/app.py-2- ",
+        "src/app.py:3: def needle():",
+        "src/app.py-4-     return 'Needle'",
+        "src/app.py:5: # needle again",
+        "2 matches in 1 file",
+    ]
+    assert await ok(engine_client, "grep", pattern="zzz-not-there") == "no matches"
+
+
+async def test_grep_errors_are_one_sentence(engine_client: Client) -> None:
+    assert await fails(engine_client, "grep", pattern="(unclosed") == (
+        "invalid regex: missing ), unterminated subpattern at position 0"
+    )
+    for pattern, what in [("a(?=b)", "look-around is"), ("(a)\\1", "backreferences are"), ("(?<!x)y", "look-around is")]:
+        assert await fails(engine_client, "grep", pattern=pattern) == (
+            f"invalid regex: {what} not supported (ripgrep syntax); rewrite the pattern without them"
+        )
+    assert await fails(engine_client, "grep", pattern="x", path="../") == "path outside workspace root: ../"
+    assert await fails(engine_client, "grep", pattern="x", path="missing") == "not found: missing"
+    assert await fails(engine_client, "grep", pattern="x", path="fifo") == "fifo: is a FIFO; search a directory or file"
+    assert await fails(engine_client, "list_files", path="link_to_src/../../x") == (
+        "path outside workspace root: link_to_src/../../x"
+    )
+
+
+async def test_list_files_rules(engine_client: Client) -> None:
+    text = await ok(engine_client, "list_files")
+    entries = text.splitlines()
+    assert entries[:3] == [".gitignore", ".hidden/", ".hidden/visible.txt"]
+    assert "src/" in entries and "src/a/" in entries and entries.index("src/a/b.txt") < entries.index("src/a.txt")
+    for absent in ("bin/image.bin", "link_to_src/", "link_file.txt", "fifo", "sock", "empty_dir/",
+                   "node_modules/", ".git/", "app.log", "loop/self/"):
+        assert absent not in entries, absent
+    assert "bin/late_nul.txt" in entries
+    text = await ok(engine_client, "list_files", limit=3)
+    assert text.splitlines()[-1] == (
+        "... (stopped at limit=3; more entries exist: narrow path/pattern or raise limit)"
+    )
+    assert await ok(engine_client, "list_files", pattern="*.tsx") == "web/src/comp.tsx"
+    assert await ok(engine_client, "list_files", path="docs", maxDepth=1) == "docs/.gitignore\ndocs/guide.md"
+
+
+def test_catastrophic_pattern_is_bounded_in_the_python_engine(ws: Path) -> None:
+    (ws / "evil.txt").write_text("a" * 5000 + "b\n")
+    query = GrepQuery(pattern="(a|aa)+$", ignore_case=False, max_results=10, context=0, include=None, no_ignore=False)
+    with pytest.raises(WorkspaceError, match=r"took longer than 0.5 s \(catastrophic backtracking\?\)"):
+        python_engine.grep(str(ws), "", True, query, [], budget=0.5)
+
+
+def test_python_walk_survives_a_tree_deeper_than_the_recursion_limit(ws: Path) -> None:
+    depth = sys.getrecursionlimit() + 20
+    fd = os.open(ws, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+    with open(os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as handle:
+        handle.write("needle at the bottom\n")
+    os.close(fd)
+    query = GrepQuery(pattern="needle", ignore_case=False, max_results=10, context=0, include=None, no_ignore=False)
+    result = python_engine.grep(str(ws), "", True, query, [])
+    assert result.matches == 1 and result.hits[0].path.endswith("/deep.txt")
+
+
+async def test_unconfined_paths_are_shown_relative_to_the_cwd(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "f.txt").write_text("needle\n")
+    old = os.getcwd()
+    os.chdir(tmp_path / "proj")
+    try:
+        async with open_client(Settings(unconfined=True)) as c:
+            assert (await ok(c, "grep", pattern="needle")).splitlines()[0] == "f.txt:1: needle"
+            listing = await ok(c, "list_files", path=str(tmp_path / "proj"))
+            assert listing == "f.txt"
+    finally:
+        os.chdir(old)
