@@ -70,6 +70,39 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="register only tools that change nothing",
     )
+    ex = parser.add_argument_group("command execution (off unless asked for)")
+    ex.add_argument(
+        "--shell",
+        action="store_true",
+        default=None,
+        help="enable run_command, start_job, job_status, job_kill, run_task (allowlist: "
+        "pnpm, npm, npx, node)",
+    )
+    ex.add_argument(
+        "--shell-any",
+        action="store_true",
+        default=None,
+        help="the same tools plus bash, any executable (prints a warning)",
+    )
+    ex.add_argument(
+        "--shell-allow",
+        metavar="LIST",
+        action="append",
+        default=[],
+        help="add executables to the allowlist (comma-separated, repeatable)",
+    )
+    ex.add_argument("--tasks", action="store_true", default=None, help="enable run_task only")
+    ex.add_argument(
+        "--sandbox",
+        choices=["bwrap"],
+        help="run every command under bubblewrap (workspace writable, rest read-only, no network)",
+    )
+    ex.add_argument(
+        "--promote-after-ms",
+        type=int,
+        metavar="MS",
+        help="move a command still running after MS to a background job (default 45000)",
+    )
     parser.add_argument(
         "--search-engine",
         choices=["auto", "rg", "python"],
@@ -109,6 +142,16 @@ def settings_from_sources(
         raise ConfigError("--unconfined cannot be combined with --root or --workspace")
     log_level = args.log_level or env.get("WORKSPACE_MCP_LOG_LEVEL", "WARNING").upper()
     search_engine = args.search_engine or env.get("WORKSPACE_MCP_SEARCH_ENGINE", "auto")
+    shell_mode = _shell_mode(args, env)
+    allow_raw = args.shell_allow or [env.get("WORKSPACE_MCP_SHELL_ALLOW", "")]
+    shell_allow = tuple(a.strip() for item in allow_raw for a in item.split(",") if a.strip())
+    tasks = args.tasks if args.tasks is not None else truthy(env.get("WORKSPACE_MCP_TASKS"))
+    sandbox = args.sandbox or env.get("WORKSPACE_MCP_SANDBOX") or None
+    if sandbox not in (None, "bwrap"):
+        raise ConfigError(f'WORKSPACE_MCP_SANDBOX must be "bwrap", got "{sandbox}"')
+    promote = args.promote_after_ms or _int_env(env, "WORKSPACE_MCP_PROMOTE_AFTER_MS", 45_000)
+    max_timeout = _int_env(env, "WORKSPACE_SHELL_MAX_TIMEOUT", 600)
+    scrub = tuple(p.strip() for p in env.get("WORKSPACE_MCP_SCRUB_ENV", "").split(",") if p.strip())
     return Settings(
         root=root,
         workspaces=tuple(workspaces),
@@ -117,7 +160,44 @@ def settings_from_sources(
         read_only=read_only,
         log_level=log_level,
         search_engine=search_engine,
+        shell_mode=shell_mode,
+        shell_allow=shell_allow,
+        tasks=tasks,
+        sandbox=sandbox,
+        promote_after_ms=promote,
+        shell_max_timeout_seconds=max_timeout,
+        scrub_env=scrub,
+        job_dir=env.get("WORKSPACE_MCP_JOB_DIR") or None,
     )
+
+
+def _int_env(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ConfigError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def _shell_mode(args: argparse.Namespace, env: dict[str, str]) -> str | None:
+    """--shell-any > --shell > WORKSPACE_MCP_SHELL_MODE > WORKSPACE_MCP_SHELL."""
+    if args.shell_any:
+        return "any"
+    if args.shell:
+        return "allowlist"
+    mode = env.get("WORKSPACE_MCP_SHELL_MODE", "").strip().lower()
+    if mode:
+        if mode not in ("allowlist", "any"):
+            raise ConfigError(
+                f'WORKSPACE_MCP_SHELL_MODE must be "allowlist" or "any", got "{mode}"'
+            )
+        return mode
+    return "allowlist" if truthy(env.get("WORKSPACE_MCP_SHELL")) else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -136,6 +216,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    if settings.shell_mode == "any":
+        print(
+            f"{PROG}: WARNING: --shell-any: the connected agent can run any program as this "
+            "user (bash included). This is not a sandbox.",
+            file=sys.stderr,
+        )
     if settings.unconfined:
         print(
             f"{PROG}: WARNING: --unconfined: every path on this machine that this user can reach "

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -14,6 +15,8 @@ from contextlib import asynccontextmanager
 
 from fastmcp import FastMCP
 
+from .core.commands import check_bwrap
+from .core.jobs import JobRegistry, default_job_dir
 from .core.search.engine import SearchEngine
 from .core.workspaces import WorkspaceRegistry
 from .instructions import INSTRUCTIONS
@@ -21,11 +24,11 @@ from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.errors import ErrorShapingMiddleware
 from .services import Services
 from .settings import Settings
-from .tools import editing, files, search, workspaces
+from .tools import editing, files, search, shell, workspaces
 from .tools.base import READ_TAG
 
 SERVER_NAME = "agent-workspace-mcp"
-TOOL_MODULES = (files, editing, search, workspaces)
+TOOL_MODULES = (files, editing, search, shell, workspaces)
 
 
 def _version() -> str:
@@ -52,15 +55,23 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     else:
         registry = WorkspaceRegistry.confined(settings.root, settings.workspaces)
     services = Services(
-        settings=settings, workspaces=registry, search=SearchEngine(settings.search_engine)
+        settings=settings,
+        workspaces=registry,
+        search=SearchEngine(settings.search_engine),
+        jobs=JobRegistry(settings.job_dir or default_job_dir()),
+        bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,
     )
+    services.shutdown.register("kill running jobs", services.jobs.shutdown)
+
+    # Cleanup is not tied to the FastMCP lifespan: with an in-memory client the
+    # lifespan ends whenever the last client disconnects, which would kill background
+    # jobs that are meant to outlive a client. The transports run it when the server
+    # really stops; `atexit` covers library use (no orphan jobs at interpreter exit).
+    atexit.register(services.shutdown.run)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:
-        try:
-            yield {"services": services}
-        finally:
-            services.shutdown.run()
+        yield {"services": services}
 
     app = FastMCP(
         SERVER_NAME,

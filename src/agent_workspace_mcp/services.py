@@ -7,9 +7,12 @@ every request is its own session.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
+from .core.jobs import JobRegistry, default_job_dir
 from .core.locks import PathLocks
+from .core.process import scrubbed_env
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
 from .core.workspaces import WorkspaceRegistry
@@ -23,3 +26,11 @@ class Services:
     shutdown: Shutdown = field(default_factory=Shutdown)
     locks: PathLocks = field(default_factory=PathLocks)
     search: SearchEngine = field(default_factory=SearchEngine)
+    jobs: JobRegistry = field(default_factory=lambda: JobRegistry(default_job_dir()))
+    bwrap: str | None = None  # the checked bubblewrap binary when --sandbox bwrap
+
+    def child_env(self) -> dict[str, str]:
+        """The environment every command gets: ours, minus secrets, plus NO_COLOR."""
+        return scrubbed_env(
+            os.environ, secrets=self.settings.secret_values(), patterns=self.settings.scrub_env
+        )

@@ -32,6 +32,24 @@ class Settings:
     read_only: bool = False
     log_level: str = "WARNING"
     search_engine: str = "auto"  # "auto" (ripgrep when found), "rg" or "python"
+    # execution (all off unless asked for)
+    shell_mode: str | None = None  # None, "allowlist" or "any"
+    shell_allow: Sequence[str] = ()  # added to the default allowlist
+    tasks: bool = False  # run_task without the shell tools
+    sandbox: str | None = None  # None or "bwrap"
+    promote_after_ms: int = 45_000
+    shell_max_timeout_seconds: int = 600
+    scrub_env: Sequence[str] = ()  # extra variable-name globs removed from children
+    job_dir: str | None = None
+    # credentials (HTTP); also scrubbed from every child environment
+    token: str | None = None
+    api_keys: Sequence[tuple[str, str]] = ()
+    jwt_secret: str | None = None
+
+    def secret_values(self) -> tuple[str, ...]:
+        values = [self.token, self.jwt_secret, *(key for _, key in self.api_keys)]
+        return tuple(v for v in values if v)
+
     # transport (used by the CLI; create_server ignores them)
     http: bool = False
     host: str = "127.0.0.1"

@@ -119,3 +119,56 @@ def test_stdout_is_protocol_only_even_for_errors(ws: Path) -> None:
     for line in rest.splitlines():
         assert json.loads(line)["jsonrpc"] == "2.0"
     assert os.path.exists(ws)
+
+
+def call_tool_raw(proc: subprocess.Popen, request_id: int, name: str, arguments: dict) -> dict:
+    request = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    proc.stdin.write((json.dumps(request) + "\n").encode())
+    proc.stdin.flush()
+    while True:
+        answer = json.loads(proc.stdout.readline())
+        if answer.get("id") == request_id:
+            return answer["result"]
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin"])
+def test_stopping_the_server_kills_running_jobs(ws: Path, how: str) -> None:
+    proc = start_server(ws, "--shell-any")
+    proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    result = call_tool_raw(
+        proc,
+        2,
+        "start_job",
+        {"command": ["sh", "-c", "echo $$ > job.pid; sleep 1000 & echo $! > child.pid; wait"]},
+    )
+    assert result["content"][0]["text"].startswith("Started job job-")
+    deadline = time.monotonic() + 10
+    while (
+        not ((ws / "job.pid").exists() and (ws / "child.pid").exists())
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    pids = [int((ws / name).read_text()) for name in ("job.pid", "child.pid")]
+    code, _, stderr, _ = stop_and_collect(proc, how)
+    assert code == 0, stderr
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(pid) for pid in pids), "a job outlived the server"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False

@@ -263,9 +263,12 @@ async def test_apply_patch_failure_names_hunk_and_writes_nothing(client: Client,
     assert "already exists" in await fails(
         client, "apply_patch", patch="--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+x\n"
     )
-    assert await fails(
-        client, "apply_patch", patch="--- /dev/null\n+++ ../evil.txt\n@@ -0,0 +1 @@\n+x\n"
-    ) == "path outside workspace root: ../evil.txt"
+    assert (
+        await fails(
+            client, "apply_patch", patch="--- /dev/null\n+++ ../evil.txt\n@@ -0,0 +1 @@\n+x\n"
+        )
+        == "path outside workspace root: ../evil.txt"
+    )
 
 
 async def test_edit_targets_that_must_be_refused(client: Client, ws: Path, outside: Path) -> None:

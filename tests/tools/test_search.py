@@ -13,20 +13,25 @@ from fastmcp import Client
 from agent_workspace_mcp import Settings
 from agent_workspace_mcp.core import limits
 from agent_workspace_mcp.core.errors import WorkspaceError
+from agent_workspace_mcp.core.fileops import remove_tree
 from agent_workspace_mcp.core.search import python_engine
 from agent_workspace_mcp.core.search.results import GrepQuery
 from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
 from tests.conftest import open_client
 from tests.helpers import fails, ok
 
-needs_rg = pytest.mark.skipif(find_rg() is None, reason="no ripgrep binary (the ripgrep wheel installs one)")
+needs_rg = pytest.mark.skipif(
+    find_rg() is None, reason="no ripgrep binary (the ripgrep wheel installs one)"
+)
 
 
 def build_tree(root: Path) -> None:
     """A tree with everything the rules must handle."""
-    w = lambda rel, data: (root / rel).parent.mkdir(parents=True, exist_ok=True) or (  # noqa: E731
+
+    def w(rel: str, data: str | bytes) -> None:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(data if isinstance(data, bytes) else data.encode())
-    )
+
     w("README.md", "# Title\nneedle in readme\n")
     w("src/app.py", "import os\n\ndef needle():\n    return 'Needle'\n# needle again\n")
     w("src/a/b.txt", "needle at depth\n")
@@ -39,7 +44,10 @@ def build_tree(root: Path) -> None:
     w("no_newline.txt", b"needle without newline")
     w("bin/image.bin", b"\x89PNG\x00\x00needle\x00")
     w("bin/late_nul.txt", b"needle early\n" + b"x" * 9000 + b"\x00 needle late\n")
-    w("big/large.txt", b"needle first line\n" + b"y" * (limits.GREP_BYTES_PER_FILE) + b"\nneedle beyond cap\n")
+    w(
+        "big/large.txt",
+        b"needle first line\n" + b"y" * (limits.GREP_BYTES_PER_FILE) + b"\nneedle beyond cap\n",
+    )
     w("node_modules/pkg/index.js", "needle in node_modules\n")
     w("src/node_modules/deep.js", "needle nested node_modules\n")
     w(".git/config", "needle in git\n")
@@ -111,7 +119,9 @@ QUERIES = [
 
 
 @needs_rg
-@pytest.mark.parametrize(("tool", "args"), QUERIES, ids=[f"{t}-{i}" for i, (t, _) in enumerate(QUERIES)])
+@pytest.mark.parametrize(
+    ("tool", "args"), QUERIES, ids=[f"{t}-{i}" for i, (t, _) in enumerate(QUERIES)]
+)
 async def test_both_engines_answer_identically(corpus: Path, tool: str, args: dict) -> None:
     answers = {}
     for engine in ("rg", "python"):
@@ -143,13 +153,32 @@ async def test_grep_rules(engine_client: Client) -> None:
     # Only the first 1 MiB is searched.
     assert "big/large.txt:1: needle first line" in lines and "needle beyond cap" not in text
     # Ignored directories, symlinks, .gitignore rules (anchored, dir-only, negated, nested).
-    for hidden in ("node_modules/pkg/index.js", "src/node_modules/deep.js", ".git/config", ".cache/x",
-                   ".workspace-mcp/notes.jsonl", "app.log", "sub/app.log", "build/out.txt", "secret.txt",
-                   "docs/generated/api.md", "docs/private.md", "docs/drafts/d.md", "link_to_src/app.py",
-                   "link_file.txt", "loop/self/README.md"):
+    for hidden in (
+        "node_modules/pkg/index.js",
+        "src/node_modules/deep.js",
+        ".git/config",
+        ".cache/x",
+        ".workspace-mcp/notes.jsonl",
+        "app.log",
+        "sub/app.log",
+        "build/out.txt",
+        "secret.txt",
+        "docs/generated/api.md",
+        "docs/private.md",
+        "docs/drafts/d.md",
+        "link_to_src/app.py",
+        "link_file.txt",
+        "loop/self/README.md",
+    ):
         assert hidden not in paths, hidden
-    for shown in (".hidden/visible.txt", "sub/build/out.txt", "secret_ok.txt", "docs/sub/private.md",
-                  "loop/file.txt", "unicode/naïve café.txt"):
+    for shown in (
+        ".hidden/visible.txt",
+        "sub/build/out.txt",
+        "secret_ok.txt",
+        "docs/sub/private.md",
+        "loop/file.txt",
+        "unicode/naïve café.txt",
+    ):
         assert shown in paths, shown
 
 
@@ -162,7 +191,10 @@ async def test_grep_order_is_per_directory_by_name(engine_client: Client) -> Non
 
 async def test_grep_truncation_and_context(engine_client: Client) -> None:
     text = await ok(engine_client, "grep", pattern="needle", maxResults=2)
-    assert text.splitlines()[-1] == "2 matches in 2 files (stopped at maxResults=2; more matches exist)"
+    assert (
+        text.splitlines()[-1]
+        == "2 matches in 2 files (stopped at maxResults=2; more matches exist)"
+    )
     text = await ok(engine_client, "grep", pattern="needle", path="src/app.py", contextLines=1)
     assert text.splitlines() == [
         "src/app.py-2- ",
@@ -178,13 +210,23 @@ async def test_grep_errors_are_one_sentence(engine_client: Client) -> None:
     assert await fails(engine_client, "grep", pattern="(unclosed") == (
         "invalid regex: missing ), unterminated subpattern at position 0"
     )
-    for pattern, what in [("a(?=b)", "look-around is"), ("(a)\\1", "backreferences are"), ("(?<!x)y", "look-around is")]:
+    for pattern, what in [
+        ("a(?=b)", "look-around is"),
+        ("(a)\\1", "backreferences are"),
+        ("(?<!x)y", "look-around is"),
+    ]:
         assert await fails(engine_client, "grep", pattern=pattern) == (
             f"invalid regex: {what} not supported (ripgrep syntax); rewrite the pattern without them"
         )
-    assert await fails(engine_client, "grep", pattern="x", path="../") == "path outside workspace root: ../"
+    assert (
+        await fails(engine_client, "grep", pattern="x", path="../")
+        == "path outside workspace root: ../"
+    )
     assert await fails(engine_client, "grep", pattern="x", path="missing") == "not found: missing"
-    assert await fails(engine_client, "grep", pattern="x", path="fifo") == "fifo: is a FIFO; search a directory or file"
+    assert (
+        await fails(engine_client, "grep", pattern="x", path="fifo")
+        == "fifo: is a FIFO; search a directory or file"
+    )
     assert await fails(engine_client, "list_files", path="link_to_src/../../x") == (
         "path outside workspace root: link_to_src/../../x"
     )
@@ -194,9 +236,23 @@ async def test_list_files_rules(engine_client: Client) -> None:
     text = await ok(engine_client, "list_files")
     entries = text.splitlines()
     assert entries[:3] == [".gitignore", ".hidden/", ".hidden/visible.txt"]
-    assert "src/" in entries and "src/a/" in entries and entries.index("src/a/b.txt") < entries.index("src/a.txt")
-    for absent in ("bin/image.bin", "link_to_src/", "link_file.txt", "fifo", "sock", "empty_dir/",
-                   "node_modules/", ".git/", "app.log", "loop/self/"):
+    assert (
+        "src/" in entries
+        and "src/a/" in entries
+        and entries.index("src/a/b.txt") < entries.index("src/a.txt")
+    )
+    for absent in (
+        "bin/image.bin",
+        "link_to_src/",
+        "link_file.txt",
+        "fifo",
+        "sock",
+        "empty_dir/",
+        "node_modules/",
+        ".git/",
+        "app.log",
+        "loop/self/",
+    ):
         assert absent not in entries, absent
     assert "bin/late_nul.txt" in entries
     text = await ok(engine_client, "list_files", limit=3)
@@ -204,13 +260,25 @@ async def test_list_files_rules(engine_client: Client) -> None:
         "... (stopped at limit=3; more entries exist: narrow path/pattern or raise limit)"
     )
     assert await ok(engine_client, "list_files", pattern="*.tsx") == "web/src/comp.tsx"
-    assert await ok(engine_client, "list_files", path="docs", maxDepth=1) == "docs/.gitignore\ndocs/guide.md"
+    assert (
+        await ok(engine_client, "list_files", path="docs", maxDepth=1)
+        == "docs/.gitignore\ndocs/guide.md"
+    )
 
 
 def test_catastrophic_pattern_is_bounded_in_the_python_engine(ws: Path) -> None:
     (ws / "evil.txt").write_text("a" * 5000 + "b\n")
-    query = GrepQuery(pattern="(a|aa)+$", ignore_case=False, max_results=10, context=0, include=None, no_ignore=False)
-    with pytest.raises(WorkspaceError, match=r"took longer than 0.5 s \(catastrophic backtracking\?\)"):
+    query = GrepQuery(
+        pattern="(a|aa)+$",
+        ignore_case=False,
+        max_results=10,
+        context=0,
+        include=None,
+        no_ignore=False,
+    )
+    with pytest.raises(
+        WorkspaceError, match=r"took longer than 0.5 s \(catastrophic backtracking\?\)"
+    ):
         python_engine.grep(str(ws), "", True, query, [], budget=0.5)
 
 
@@ -225,9 +293,24 @@ def test_python_walk_survives_a_tree_deeper_than_the_recursion_limit(ws: Path) -
     with open(os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as handle:
         handle.write("needle at the bottom\n")
     os.close(fd)
-    query = GrepQuery(pattern="needle", ignore_case=False, max_results=10, context=0, include=None, no_ignore=False)
-    result = python_engine.grep(str(ws), "", True, query, [])
-    assert result.matches == 1 and result.hits[0].path.endswith("/deep.txt")
+    query = GrepQuery(
+        pattern="needle",
+        ignore_case=False,
+        max_results=10,
+        context=0,
+        include=None,
+        no_ignore=False,
+    )
+    try:
+        result = python_engine.grep(str(ws), "", True, query, [])
+        assert result.matches == 1 and result.hits[0].path.endswith("/deep.txt")
+    finally:
+        # pytest's own temp cleanup recurses and would fail on this tree.
+        root_fd = os.open(ws, os.O_RDONLY)
+        try:
+            remove_tree(root_fd, "d")
+        finally:
+            os.close(root_fd)
 
 
 async def test_unconfined_paths_are_shown_relative_to_the_cwd(tmp_path: Path) -> None:

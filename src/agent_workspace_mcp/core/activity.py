@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 class Activity:
     paths: list[str] = field(default_factory=list)
     detail: str | None = None
+    result: str | None = None  # overrides the default "ok" / "error: ..." outcome
 
 
 _current: ContextVar[Activity | None] = ContextVar("agent_workspace_activity", default=None)
 
 
-def record(paths: Iterable[str] = (), detail: str | None = None) -> None:
+def record(paths: Iterable[str] = (), detail: str | None = None, result: str | None = None) -> None:
     activity = _current.get()
     if activity is None:
         return
@@ -34,6 +35,8 @@ def record(paths: Iterable[str] = (), detail: str | None = None) -> None:
             activity.paths.append(path)
     if detail is not None:
         activity.detail = detail
+    if result is not None:
+        activity.result = result
 
 
 @contextmanager

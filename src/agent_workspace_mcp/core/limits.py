@@ -62,6 +62,33 @@ GREP_TIME_BUDGET_SECONDS = 20.0
 GREP_LINE_CHARS = 400
 GREP_MAX_CONTEXT = 10  # ours: contextLines cap; more is reading, use read_file
 
+# --- command execution (seed unless marked) ------------------------------------
+RUN_TIMEOUT_DEFAULT_MS = 120_000
+RUN_TIMEOUT_MIN_MS = 1_000
+RUN_TIMEOUT_MAX_MS = 600_000
+OUTPUT_COLLAPSE_BYTES = 256 * KIB  # above this only the head and the tail are kept
+OUTPUT_HEAD_BYTES = 32 * KIB
+OUTPUT_TAIL_BYTES = 32 * KIB
+KILL_GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL, for commands and jobs
+# ours: after the command itself exited, how long we keep reading a pipe that a
+# grandchild still holds open before giving up on it (issue 5).
+PIPE_DRAIN_GRACE_SECONDS = 0.5
+# issue 5: clients give up on a call after about 60 s; a command still running after
+# this long is handed to the job registry instead of being killed.
+PROMOTE_AFTER_DEFAULT_MS = 45_000
+# persona document: WORKSPACE_SHELL_MAX_TIMEOUT caps the bash tool's timeout (seconds).
+SHELL_MAX_TIMEOUT_DEFAULT_SECONDS = 600
+PROGRESS_INTERVAL_SECONDS = 2.0  # ours: how often a long command reports progress
+JOB_MAX_RUNTIME_DEFAULT_MS = 1_800_000
+JOB_MAX_RUNTIME_MIN_MS = 1_000
+JOB_MAX_RUNTIME_MAX_MS = 7_200_000
+JOB_LOG_CAP_BYTES = 64 * MIB
+JOB_TAIL_DEFAULT_BYTES = 8192
+JOB_TAIL_MAX_BYTES = 262_144
+JOB_LIST_RECENT = 20
+TASK_TIMEOUT_DEFAULT_SECONDS = 600  # ours: run_task default (tests and builds are slow)
+TASK_MAX_PATHS = 50  # ours: paths per run_task call
+
 # --- state ---------------------------------------------------------------------
 STATE_DIR_NAME = ".workspace-mcp"  # seed: per-workspace state directory
 

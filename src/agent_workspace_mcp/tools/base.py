@@ -7,6 +7,7 @@ sentence by the error middleware, with the traceback on stderr only.
 """
 
 import functools
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -37,21 +38,48 @@ READ_TAG = "read"
 WRITE_TAG = "write"
 
 
+def _as_tool_error(fn_name: str, exc: Exception) -> ToolError:
+    if isinstance(exc, WorkspaceError):
+        # An agent's mistake, not a server fault: log it at INFO, not ERROR.
+        return ToolError(str(exc), log_level=logging.INFO)
+    log.warning("tool %s: %r", fn_name, exc)
+    return ToolError(describe_os_error(exc), log_level=logging.INFO)  # type: ignore[arg-type]
+
+
 def shaped(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Re-raise core errors as ToolError with the same sentence (no traceback logged)."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except (WorkspaceError, OSError) as exc:
+                raise _as_tool_error(fn.__name__, exc) from None
+
+        return async_wrapper
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except WorkspaceError as exc:
-            # An agent's mistake, not a server fault: log it at INFO, not ERROR.
-            raise ToolError(str(exc), log_level=logging.INFO) from None
-        except OSError as exc:
-            log.warning("tool %s: %r", fn.__name__, exc)
-            raise ToolError(describe_os_error(exc), log_level=logging.INFO) from None
+        except (WorkspaceError, OSError) as exc:
+            raise _as_tool_error(fn.__name__, exc) from None
 
     return wrapper
+
+
+def current_subject() -> str | None:
+    """The authenticated subject of this request (HTTP), or None (stdio, no auth)."""
+    from fastmcp.server.dependencies import get_access_token
+
+    try:
+        token = get_access_token()
+    except RuntimeError:
+        return None
+    if token is None:
+        return None
+    return token.subject or token.client_id or None
 
 
 def add_tool(

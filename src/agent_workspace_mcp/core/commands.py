@@ -1,0 +1,194 @@
+"""Deciding what may run and how: the allowlist, typed tasks, and the bwrap sandbox.
+
+The allowlist checks the program that will actually run, not the name the agent
+typed. `command[0]` is resolved through PATH (only absolute PATH entries outside every
+workspace, so a file the agent wrote can never be what PATH finds), and a path-like
+`command[0]` (`./node`, `/tmp/x/node`) is allowed only if it is the very file PATH
+gives for that name. The resolved absolute path is what gets executed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .errors import ConfigError, InvalidArgumentError
+
+DEFAULT_ALLOWLIST = ("pnpm", "npm", "npx", "node")
+
+
+def safe_path_dirs(path_env: str, forbidden_roots: Iterable[str]) -> list[str]:
+    """PATH entries that are absolute and not inside any workspace root."""
+    roots = [r for r in forbidden_roots if r != "/"]
+    dirs = []
+    for entry in path_env.split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
+            continue
+        real = os.path.realpath(entry)
+        if any(real == root or real.startswith(root + "/") for root in roots):
+            continue
+        dirs.append(entry)
+    return dirs
+
+
+def which(name: str, dirs: Sequence[str]) -> str | None:
+    found = shutil.which(name, path=os.pathsep.join(dirs))
+    return os.path.realpath(found) if found else None
+
+
+@dataclass(frozen=True)
+class Policy:
+    mode: str  # "allowlist" or "any"
+    allowlist: frozenset[str]
+    path_dirs: tuple[str, ...]
+
+    def resolve(self, argv0: str, cwd: str) -> str:
+        """The absolute executable to run for `argv0`, or an error sentence."""
+        if not argv0:
+            raise InvalidArgumentError("command[0] must not be empty")
+        if "\x00" in argv0:
+            raise InvalidArgumentError("command contains a NUL byte")
+        if "/" in argv0:
+            target = os.path.realpath(os.path.join(cwd, argv0))
+            if self.mode == "any":
+                if not os.access(target, os.X_OK) or os.path.isdir(target):
+                    raise InvalidArgumentError(f"not an executable file: {argv0}")
+                return target
+            name = os.path.basename(argv0)
+            self._check_listed(name)
+            expected = which(name, self.path_dirs)
+            if expected is None or target != expected:
+                raise InvalidArgumentError(
+                    f"{argv0} is not the {name} found on PATH; in allowlist mode run allowlisted "
+                    f"programs by name ({name!r})"
+                )
+            return expected
+        if self.mode != "any":
+            self._check_listed(argv0)
+        found = which(argv0, self.path_dirs)
+        if found is None:
+            raise InvalidArgumentError(f"command not found on PATH: {argv0}")
+        return found
+
+    def _check_listed(self, name: str) -> None:
+        if name not in self.allowlist:
+            allowed = ", ".join(sorted(self.allowlist))
+            raise InvalidArgumentError(
+                f"command not allowed: {name} (allowlist: {allowed}; the operator can extend it "
+                "with --shell-allow)"
+            )
+
+
+# run_task: typed runner/task -> fixed argv (coding-agent document). `paths` land after
+# the marker position; None means the tool takes no paths.
+@dataclass(frozen=True)
+class TaskSpec:
+    argv: tuple[str, ...]
+    paths: str | None  # "after--" (append "--" then paths), "plain" (append paths), None
+
+
+TASKS: dict[str, dict[str, TaskSpec]] = {
+    "pytest": {"test": TaskSpec(("python3", "-m", "pytest", "-q"), "plain")},
+    "npm": {
+        "test": TaskSpec(("npm", "test"), "after--"),
+        "build": TaskSpec(("npm", "run", "build"), None),
+        "lint": TaskSpec(("npm", "run", "lint"), "after--"),
+    },
+    "pnpm": {
+        "test": TaskSpec(("pnpm", "test"), "after--"),
+        "build": TaskSpec(("pnpm", "run", "build"), None),
+        "lint": TaskSpec(("pnpm", "run", "lint"), "after--"),
+    },
+    "yarn": {
+        "test": TaskSpec(("yarn", "test"), "plain"),
+        "build": TaskSpec(("yarn", "run", "build"), None),
+        "lint": TaskSpec(("yarn", "run", "lint"), "plain"),
+    },
+    "maven": {
+        "test": TaskSpec(("mvn", "-B", "test"), None),
+        "build": TaskSpec(("mvn", "-B", "package", "-DskipTests"), None),
+    },
+    "gradle": {
+        "test": TaskSpec(("gradle", "test"), None),
+        "build": TaskSpec(("gradle", "build", "-x", "test"), None),
+    },
+    "go": {
+        "test": TaskSpec(("go", "test"), "plain"),
+        "build": TaskSpec(("go", "build"), "plain"),
+        "lint": TaskSpec(("go", "vet"), "plain"),
+    },
+    "cargo": {
+        "test": TaskSpec(("cargo", "test"), None),
+        "build": TaskSpec(("cargo", "build"), None),
+        "lint": TaskSpec(("cargo", "clippy"), None),
+    },
+}
+GO_DEFAULT_PACKAGES = ("./...",)
+
+
+def task_argv(runner: str, task: str, rel_paths: list[str]) -> list[str]:
+    """The fixed argv for a runner/task, with contained relative paths appended."""
+    tasks = TASKS.get(runner)
+    if tasks is None:
+        raise InvalidArgumentError(f"unknown runner {runner!r}; valid runners: {', '.join(TASKS)}")
+    spec = tasks.get(task)
+    if spec is None:
+        raise InvalidArgumentError(
+            f"runner {runner!r} has no task {task!r}; valid tasks: {', '.join(tasks)}"
+        )
+    argv = list(spec.argv)
+    # "./" keeps a file named like a flag ("-rf") from being read as one.
+    safe = [p if p.startswith("./") else f"./{p}" for p in rel_paths]
+    if rel_paths and spec.paths is None:
+        raise InvalidArgumentError(f"{runner} {task} does not take paths")
+    if runner == "go" and not safe:
+        safe = list(GO_DEFAULT_PACKAGES)
+    if safe:
+        if spec.paths == "after--":
+            argv.append("--")
+        argv.extend(safe)
+    return argv
+
+
+def bwrap_prefix(bwrap: str, workspace_root: str, cwd: str) -> list[str]:
+    """bubblewrap: the workspace read-write, everything else read-only, private /tmp,
+    no network, own PID namespace, and the sandbox dies with the server."""
+    return [
+        bwrap,
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        "--tmpfs", "/tmp",
+        "--bind", workspace_root, workspace_root,
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--die-with-parent",
+        "--chdir", cwd,
+        "--",
+    ]  # fmt: skip
+
+
+def check_bwrap() -> str:
+    """The bwrap binary, proven able to create its namespaces here; else one clear line."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise ConfigError(
+            "--sandbox bwrap: bubblewrap is not installed (Debian package 'bubblewrap')"
+        )
+    probe = [*bwrap_prefix(bwrap, "/tmp", "/"), "true"]
+    try:
+        out = subprocess.run(probe, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"--sandbox bwrap: bubblewrap could not start ({exc})") from None
+    if out.returncode != 0:
+        reason = out.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ConfigError(
+            "--sandbox bwrap: bubblewrap cannot create namespaces here"
+            + (f" ({reason[-1]})" if reason else "")
+        )
+    return bwrap

@@ -1,0 +1,256 @@
+"""Running a child process the way every execution tool needs it.
+
+- argv only, no shell; its own session/process group, so a kill reaches grandchildren;
+- stdout and stderr on one pipe, so output arrives merged in the order it was written;
+- a pump thread drains the pipe into a bounded buffer (everything up to 256 KiB, then
+  the first and last 32 KiB) or, once handed to the job registry, into a capped log;
+- the pump stops reading shortly after the child exits even if a grandchild that
+  escaped the kill still holds the pipe, so a call can never hang on it;
+- SIGTERM to the group, then SIGKILL after a grace period.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import os
+import re
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .limits import (
+    KILL_GRACE_SECONDS,
+    OUTPUT_COLLAPSE_BYTES,
+    OUTPUT_HEAD_BYTES,
+    OUTPUT_TAIL_BYTES,
+    PIPE_DRAIN_GRACE_SECONDS,
+)
+
+# Always removed from a child's environment (the backbone document's list).
+SCRUBBED_ENV = ("MCP_TOKEN", "CONTROL_PLANE_API_KEY", "OPENAI_API_KEY", "OPENAI_ADMIN_KEY")
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def scrubbed_env(
+    base: Mapping[str, str],
+    *,
+    secrets: Iterable[str] = (),
+    patterns: Iterable[str] = (),
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """`base` minus known secret names, names matching `patterns`, and any variable whose
+    value is one of the server's own configured secrets (whatever it is called)."""
+    secret_values = {s for s in secrets if s}
+    globs = [p for p in patterns if p]
+    env = {}
+    for name, value in base.items():
+        if name in SCRUBBED_ENV or value in secret_values:
+            continue
+        if any(fnmatch.fnmatchcase(name, glob) for glob in globs):
+            continue
+        env[name] = value
+    env["NO_COLOR"] = "1"
+    env["FORCE_COLOR"] = "0"
+    if extra:
+        env.update(extra)
+    return env
+
+
+class OutputBuffer:
+    """Keeps all output up to OUTPUT_COLLAPSE_BYTES, else the head and the tail."""
+
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self._lock = threading.Lock()
+
+    def write(self, data: bytes) -> None:
+        with self._lock:
+            self.total += len(data)
+            room = OUTPUT_COLLAPSE_BYTES - len(self.head)
+            if room > 0:
+                self.head += data[:room]
+            self.tail += data
+            if len(self.tail) > OUTPUT_TAIL_BYTES:
+                del self.tail[: len(self.tail) - OUTPUT_TAIL_BYTES]
+
+    def text(self) -> str:
+        with self._lock:
+            if self.total <= OUTPUT_COLLAPSE_BYTES:
+                raw = bytes(self.head)
+                return strip_ansi(raw.decode("utf-8", "replace"))
+            omitted = self.total - OUTPUT_HEAD_BYTES - len(self.tail)
+            head = bytes(self.head[:OUTPUT_HEAD_BYTES]).decode("utf-8", "replace")
+            tail = bytes(self.tail).decode("utf-8", "replace")
+            return strip_ansi(f"{head}\n... [{omitted} bytes omitted] ...\n{tail}")
+
+
+class CappedLog:
+    """A job's log file: appends until the cap, then discards and remembers it did."""
+
+    def __init__(self, path: str, cap: int) -> None:
+        self.path = path
+        self.cap = cap
+        self.size = 0
+        self.capped = False
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+        self._fd = os.open(path, flags, 0o600)
+
+    def write(self, data: bytes) -> None:
+        room = self.cap - self.size
+        if room <= 0:
+            self.capped = True
+            return
+        chunk = data[:room]
+        if len(chunk) < len(data):
+            self.capped = True
+        os.write(self._fd, chunk)
+        self.size += len(chunk)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+@dataclass
+class Outcome:
+    exit_code: int | None
+    timed_out: bool
+    killed: bool
+    duration_ms: int
+
+
+class Child:
+    """A running command, its pump thread and its process group."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        executable: str | None,
+        cwd: str,
+        env: Mapping[str, str],
+    ) -> None:
+        self.argv = argv
+        self.started = time.monotonic()
+        self.buffer = OutputBuffer()
+        self._sinks: list = [self.buffer]
+        self._sink_lock = threading.Lock()
+        self.proc = subprocess.Popen(
+            argv,
+            executable=executable,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+        self.pid = self.proc.pid
+        self.finished = threading.Event()  # the pump is done: output complete, child reaped
+        self.timed_out = False
+        self.killed = False
+        self.ended: float | None = None
+        self._pump = threading.Thread(target=self._run_pump, name=f"pump-{self.pid}", daemon=True)
+        self._pump.start()
+
+    def add_sink(self, sink, replay: bool = True) -> None:
+        """Send further output to `sink` too (a job log), after what was captured so far."""
+        with self._sink_lock:
+            if replay:
+                sink.write(self.buffer.text().encode("utf-8", "replace"))
+            self._sinks.append(sink)
+
+    def _run_pump(self) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        exited_at: float | None = None
+        try:
+            while True:
+                ready, _, _ = select.select([fd], [], [], 0.1)
+                if ready:
+                    data = os.read(fd, 65536)
+                    if not data:
+                        break
+                    with self._sink_lock:
+                        for sink in self._sinks:
+                            sink.write(data)
+                    continue
+                if self.proc.poll() is not None:
+                    exited_at = exited_at or time.monotonic()
+                    # A grandchild may keep the pipe open forever; do not wait for it.
+                    if time.monotonic() - exited_at > PIPE_DRAIN_GRACE_SECONDS:
+                        break
+        except OSError:
+            pass
+        finally:
+            self.proc.wait()
+            self.ended = time.monotonic()
+            self.proc.stdout.close()
+            # Leftovers of the group (background helpers) must not outlive the command.
+            self._signal_group(signal.SIGKILL)
+            self.finished.set()
+
+    def _signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signum)
+
+    def kill(self, grace: float = KILL_GRACE_SECONDS) -> None:
+        """SIGTERM to the whole group, SIGKILL after `grace` seconds if it is still there."""
+        if self.finished.is_set():
+            return
+        self.killed = True
+        self._signal_group(signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None and not _group_alive(self.pid):
+                break
+            time.sleep(0.02)
+        self._signal_group(signal.SIGKILL)
+        self.finished.wait(PIPE_DRAIN_GRACE_SECONDS + 5)
+
+    def wait(self, timeout: float | None) -> bool:
+        """Wait for completion; True if finished within `timeout`."""
+        return self.finished.wait(timeout)
+
+    @property
+    def running(self) -> bool:
+        return not self.finished.is_set()
+
+    def outcome(self) -> Outcome:
+        end = self.ended or time.monotonic()
+        code = self.proc.returncode
+        return Outcome(code, self.timed_out, self.killed, int((end - self.started) * 1000))
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def describe_exit(outcome: Outcome, timeout_ms: int | None = None) -> str:
+    if outcome.timed_out:
+        return f"timed out after {timeout_ms} ms; process group killed ({outcome.duration_ms} ms)"
+    code = outcome.exit_code
+    if code is not None and code < 0:
+        name = (
+            signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        )
+        return f"killed by {name} ({outcome.duration_ms} ms)"
+    return f"exit code {code} ({outcome.duration_ms} ms)"

@@ -1,0 +1,378 @@
+"""Opt-in execution: `run_command`, `bash`, `run_task` and the job tools.
+
+Nothing here is registered unless the operator asked for it (`--shell`,
+`--shell-any`, `--tasks`, `--unconfined`). Every command: cwd contained, argv only
+(`bash` aside, which exists precisely to run a shell string), scrubbed environment,
+its own process group, merged and bounded output. A command still running after
+`promoteAfterMs` becomes a background job instead of being killed (clients give up on
+a call after about 60 s); `background: true` does that at once. A cancelled request
+kills its process group.
+"""
+
+import contextlib
+import os
+import shlex
+import stat
+import time
+from typing import Annotated
+
+import anyio
+from fastmcp import Context, FastMCP
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from ..core import activity, limits
+from ..core.commands import (
+    DEFAULT_ALLOWLIST,
+    Policy,
+    bwrap_prefix,
+    safe_path_dirs,
+    task_argv,
+    which,
+)
+from ..core.containment import locate
+from ..core.errors import InvalidArgumentError, WrongTypeError
+from ..core.jobs import Job
+from ..core.process import Child, describe_exit
+from ..core.workspaces import Workspace
+from ..services import Services
+from .base import WorkspaceArg, add_tool, current_subject
+
+EXECUTES = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+)
+JOB_STATUS = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+
+Argv = Annotated[
+    list[str],
+    Field(
+        min_length=1,
+        description="Program and arguments, e.g. ['npm', 'test']. No shell: | > && $ are literal.",
+    ),
+]
+Cwd = Annotated[
+    str | None, Field(description="Working directory, workspace-relative (default: the root).")
+]
+TimeoutMs = Annotated[
+    int,
+    Field(
+        ge=limits.RUN_TIMEOUT_MIN_MS,
+        le=limits.RUN_TIMEOUT_MAX_MS,
+        description="Kill the command after this many milliseconds.",
+    ),
+]
+Background = Annotated[
+    bool,
+    Field(description="Start as a background job at once and return its jobId (poll job_status)."),
+]
+
+
+def shown_command(argv: list[str]) -> str:
+    text = shlex.join(argv)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _job_started(job: Job) -> str:
+    when = job.started_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"Started job {job.id} (pid {job.pid}) at {when}; log: {job.log.path}; poll job_status"
+
+
+class Runner:
+    """Shared by every executing tool: resolve, spawn, wait with progress, promote, answer."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        settings = services.settings
+        roots = [ws.root for ws in services.workspaces]
+        self.path_dirs = tuple(safe_path_dirs(os.environ.get("PATH", ""), roots))
+        allow = set(DEFAULT_ALLOWLIST) | set(settings.shell_allow)
+        self.policy = Policy(settings.shell_mode or "allowlist", frozenset(allow), self.path_dirs)
+        self.any_policy = Policy("any", frozenset(), self.path_dirs)
+
+    def cwd(self, ws: Workspace, cwd: str | None) -> str:
+        with locate(ws, cwd or ".") as loc:
+            st = loc.lstat()
+            if st is None or not stat.S_ISDIR(st.st_mode):
+                raise WrongTypeError(f"cwd is not a directory: {loc.display}")
+            return loc.real_abs
+
+    def spawn(self, ws: Workspace, argv: list[str], executable: str, cwd: str) -> Child:
+        settings = self.services.settings
+        env = self.services.child_env()
+        if settings.sandbox == "bwrap":
+            prefix = bwrap_prefix(
+                self.services.bwrap or "bwrap", ws.root if ws.confined else ws.base, cwd
+            )
+            return Child([*prefix, executable, *argv[1:]], executable=None, cwd=cwd, env=env)
+        return Child(argv, executable=executable, cwd=cwd, env=env)
+
+    async def run(
+        self,
+        ctx: Context | None,
+        ws: Workspace,
+        argv: list[str],
+        executable: str,
+        cwd: str,
+        timeout_ms: int,
+        background: bool,
+    ) -> str:
+        registry = self.services.jobs
+        owner = current_subject()
+        child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
+        command = shown_command(argv)
+        activity.record(detail=command)
+        if background:
+            job = registry.adopt(child, command=command, cwd=cwd, owner=owner, name=None,
+                                 max_runtime_ms=timeout_ms, replay=True)  # fmt: skip
+            activity.record(result=f"started ({job.id})")
+            return _job_started(job)
+        promote_after = self.services.settings.promote_after_ms / 1000
+        started = time.monotonic()
+        next_progress = started + limits.PROGRESS_INTERVAL_SECONDS
+        pause = 0.002
+        try:
+            while not child.finished.is_set():
+                await anyio.sleep(pause)
+                pause = min(pause * 2, 0.05)
+                now = time.monotonic()
+                if now - started >= timeout_ms / 1000:
+                    child.timed_out = True
+                    await anyio.to_thread.run_sync(child.kill)
+                    break
+                if now - started >= promote_after:
+                    remaining = int(timeout_ms - (now - started) * 1000)
+                    job = registry.adopt(
+                        child, command=command, cwd=cwd, owner=owner, name=None,
+                        max_runtime_ms=max(remaining, 1), replay=False,
+                    )  # fmt: skip
+                    activity.record(result=f"moved to background ({job.id})")
+                    so_far = child.buffer.text().rstrip("\n") or "(no output yet)"
+                    waited = int(promote_after * 1000)
+                    return (
+                        f"$ {command}\n{so_far}\n[still running after {waited} ms: moved to "
+                        f"background job {job.id}; poll job_status, stop with job_kill]"
+                    )
+                if ctx is not None and now >= next_progress:
+                    next_progress = now + limits.PROGRESS_INTERVAL_SECONDS
+                    await _progress(ctx, now - started, timeout_ms / 1000, command)
+        except BaseException:
+            # Cancelled (or the server is going down): the command must not outlive us.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(child.kill)
+            raise
+        outcome = child.outcome()
+        output = child.buffer.text().rstrip("\n") or "(no output)"
+        status = describe_exit(outcome, timeout_ms)
+        code = outcome.exit_code
+        activity.record(
+            result=f"timed out ({outcome.duration_ms}ms)"
+            if outcome.timed_out
+            else f"exit {code} ({outcome.duration_ms}ms)"
+        )
+        return f"$ {command}\n{output}\n[{status}]"
+
+
+async def _progress(ctx: Context, elapsed: float, total: float, command: str) -> None:
+    # A client without progress support must not break the command.
+    with contextlib.suppress(Exception):
+        await ctx.report_progress(
+            progress=round(elapsed, 1), total=total, message=f"running: {command}"
+        )
+
+
+def register(app: FastMCP, services: Services) -> None:
+    settings = services.settings
+    shell_on = settings.shell_mode is not None
+    unrestricted = settings.shell_mode == "any" or settings.unconfined
+    tasks_on = settings.tasks or shell_on
+    if not (shell_on or unrestricted or tasks_on):
+        return
+    runner = Runner(services)
+    registry = services.workspaces
+
+    async def run_command(
+        command: Argv,
+        cwd: Cwd = None,
+        timeoutMs: TimeoutMs = limits.RUN_TIMEOUT_DEFAULT_MS,
+        background: Background = False,
+        workspace: WorkspaceArg = None,
+        ctx: Context | None = None,
+    ) -> str:
+        """Run a program with arguments (no shell) in the workspace and return its output.
+
+        stdout and stderr are merged; output above 256 KiB keeps the first and last
+        32 KiB. Reports the exit code (or the timeout) and the duration. A command still
+        running after ~45 s continues as a background job (see job_status).
+        """
+        ws = registry.get(workspace)
+        cwd_real = runner.cwd(ws, cwd)
+        executable = runner.policy.resolve(command[0], cwd_real)
+        return await runner.run(ctx, ws, command, executable, cwd_real, timeoutMs, background)
+
+    async def bash(
+        command: Annotated[
+            str, Field(min_length=1, description="A bash command line, run with `bash -c`.")
+        ],
+        cwd: Cwd = None,
+        timeoutMs: Annotated[
+            int,
+            Field(
+                ge=limits.RUN_TIMEOUT_MIN_MS,
+                description="Kill after this many milliseconds (capped).",
+            ),
+        ] = limits.RUN_TIMEOUT_DEFAULT_MS,
+        background: Background = False,
+        workspace: WorkspaceArg = None,
+        ctx: Context | None = None,
+    ) -> str:
+        """Run a shell command line with a real bash (pipes, redirection, globs work).
+
+        Output handling, timeout and background behaviour are those of run_command.
+        """
+        ws = registry.get(workspace)
+        cwd_real = runner.cwd(ws, cwd)
+        bash_path = which("bash", runner.path_dirs)
+        if bash_path is None:
+            raise InvalidArgumentError("bash is not installed on this machine")
+        cap = settings.shell_max_timeout_seconds * 1000
+        timeout = min(timeoutMs, cap)
+        return await runner.run(
+            ctx, ws, ["bash", "-c", command], bash_path, cwd_real, timeout, background
+        )
+
+    async def run_task(
+        runner_name: Annotated[
+            str,
+            Field(
+                alias="runner", description="pytest, npm, pnpm, yarn, maven, gradle, go or cargo."
+            ),
+        ],
+        task: Annotated[str, Field(description="test, build or lint (what the runner supports).")],
+        paths: Annotated[
+            list[str] | None,
+            Field(
+                max_length=limits.TASK_MAX_PATHS,
+                description="Workspace-relative test paths or packages.",
+            ),
+        ] = None,
+        timeoutSeconds: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=limits.JOB_MAX_RUNTIME_MAX_MS // 1000,
+                description="Kill after this many seconds.",
+            ),
+        ] = limits.TASK_TIMEOUT_DEFAULT_SECONDS,
+        background: Background = False,
+        workspace: WorkspaceArg = None,
+        ctx: Context | None = None,
+    ) -> str:
+        """Run a typed build/test task: a fixed command per runner and task, no free-form flags.
+
+        Unsupported runner/task combinations are refused with the valid ones. Project
+        tests still run project code: this is not a sandbox.
+        """
+        ws = registry.get(workspace)
+        cwd_real = runner.cwd(ws, None)
+        rel_paths = []
+        for path in paths or []:
+            with locate(ws, path) as loc:
+                if loc.lstat() is None:
+                    raise InvalidArgumentError(f"not found: {loc.display}")
+                rel_paths.append(loc.real_rel)
+        argv = task_argv(runner_name, task, rel_paths)
+        executable = runner.any_policy.resolve(argv[0], cwd_real)
+        return await runner.run(
+            ctx, ws, argv, executable, cwd_real, timeoutSeconds * 1000, background
+        )
+
+    async def start_job(
+        command: Argv,
+        cwd: Cwd = None,
+        name: Annotated[
+            str | None, Field(max_length=100, description="A label for job_status.")
+        ] = None,
+        maxRuntimeMs: Annotated[
+            int,
+            Field(
+                ge=limits.JOB_MAX_RUNTIME_MIN_MS,
+                le=limits.JOB_MAX_RUNTIME_MAX_MS,
+                description="Kill the job after this many milliseconds.",
+            ),
+        ] = limits.JOB_MAX_RUNTIME_DEFAULT_MS,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Start a long-running command detached and return its jobId at once.
+
+        Same allowlist, cwd and no-shell rules as run_command. Output goes to a log file
+        outside the workspace; poll job_status, stop with job_kill.
+        """
+        ws = registry.get(workspace)
+        cwd_real = runner.cwd(ws, cwd)
+        executable = runner.policy.resolve(command[0], cwd_real)
+        child = await anyio.to_thread.run_sync(runner.spawn, ws, command, executable, cwd_real)
+        shown = shown_command(command)
+        job = services.jobs.adopt(
+            child, command=shown, cwd=cwd_real, owner=current_subject(), name=name,
+            max_runtime_ms=maxRuntimeMs, replay=True,
+        )  # fmt: skip
+        activity.record(detail=shown, result=f"started ({job.id})")
+        return _job_started(job)
+
+    def job_status(
+        jobId: Annotated[
+            str | None, Field(description="Omit to list your 20 most recent jobs.")
+        ] = None,
+        tailBytes: Annotated[
+            int,
+            Field(ge=0, le=limits.JOB_TAIL_MAX_BYTES, description="Bytes of log tail to include."),
+        ] = limits.JOB_TAIL_DEFAULT_BYTES,
+    ) -> str:
+        """A job's status, exit code, duration, log size and log tail; or the recent jobs."""
+        owner = current_subject()
+        if jobId is None:
+            jobs = services.jobs.recent(owner)
+            if not jobs:
+                return "no jobs yet"
+            return "\n".join(
+                f"{j.id}  {j.status}  {j.duration_ms() // 1000}s  {j.command}"
+                + (f"  ({j.name})" if j.name else "")
+                for j in jobs
+            )
+        job = services.jobs.get(jobId, owner)
+        return _describe_job(services, job, tailBytes)
+
+    def job_kill(jobId: Annotated[str, Field(description="The job to stop.")]) -> str:
+        """Stop a job: SIGTERM to its whole process group, SIGKILL after 3 s.
+
+        Killing a job that already finished is not an error.
+        """
+        activity.record(detail=jobId)
+        job = services.jobs.kill(jobId, current_subject())
+        activity.record(result=job.status)
+        return _describe_job(services, job, 0)
+
+    if shell_on:
+        add_tool(app, run_command, annotations=EXECUTES, title="Run command")
+        add_tool(app, start_job, annotations=EXECUTES, title="Start background job")
+    if unrestricted:
+        add_tool(app, bash, annotations=EXECUTES, title="Run bash")
+    if tasks_on:
+        add_tool(app, run_task, annotations=EXECUTES, title="Run build/test task")
+    add_tool(app, job_status, annotations=JOB_STATUS, title="Job status")
+    add_tool(app, job_kill, annotations=EXECUTES, title="Kill job")
+
+
+def _describe_job(services: Services, job: Job, tail_bytes: int) -> str:
+    code = job.child.proc.returncode
+    head = f"job {job.id}" + (f" ({job.name})" if job.name else "") + f": {job.status}"
+    if job.status != "running" and code is not None:
+        head += f", exit code {code}"
+    head += f", {job.duration_ms()} ms, log {job.log.size} bytes"
+    if job.log.capped:
+        head += f" (log capped at {limits.JOB_LOG_CAP_BYTES // limits.MIB} MiB)"
+    head += f"\n$ {job.command}"
+    if tail_bytes:
+        tail = services.jobs.tail(job, tail_bytes).rstrip("\n")
+        head += f"\n--- last {tail_bytes} bytes of the log ---\n{tail or '(no output yet)'}"
+    return head

@@ -1,0 +1,124 @@
+"""--sandbox bwrap: the workspace is writable, the rest read-only, the network gone."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_workspace_mcp import Settings
+from agent_workspace_mcp.core.commands import check_bwrap
+from agent_workspace_mcp.core.errors import ConfigError
+from tests.conftest import open_client
+from tests.helpers import ok
+
+
+def bwrap_usable() -> str | None:
+    try:
+        check_bwrap()
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+reason = bwrap_usable()
+needs_bwrap = pytest.mark.skipif(reason is not None, reason=reason or "")
+
+
+@pytest.fixture
+async def boxed(ws: Path):
+    async with open_client(Settings(root=str(ws), shell_mode="any", sandbox="bwrap")) as client:
+        yield client
+
+
+@pytest.fixture
+def outside_on_disk():
+    """A directory outside the workspace that is visible (read-only) in the sandbox.
+
+    Not under /tmp: the sandbox gets a private, empty /tmp.
+    """
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as path:
+        (Path(path) / "secret.txt").write_text("top secret\n")
+        yield Path(path)
+
+
+@needs_bwrap
+async def test_workspace_is_writable_and_everything_else_is_not(
+    boxed, ws: Path, outside_on_disk: Path
+) -> None:
+    text = await ok(boxed, "bash", command="echo inside > made.txt && cat made.txt")
+    assert "inside" in text and (ws / "made.txt").read_text() == "inside\n"
+    text = await ok(
+        boxed,
+        "bash",
+        command=f"cat {outside_on_disk}/secret.txt; echo pwned > {outside_on_disk}/secret.txt; echo rc=$?",
+    )
+    assert "top secret" in text  # readable
+    assert "Read-only file system" in text and "rc=1" in text
+    assert (outside_on_disk / "secret.txt").read_text() == "top secret\n"
+    text = await ok(boxed, "bash", command="touch /etc/awm-probe; echo rc=$?")
+    assert "rc=1" in text
+
+
+@needs_bwrap
+async def test_network_is_unreachable(boxed) -> None:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    try:
+        program = (
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+            "    print('CONNECTED')\n"
+            "except OSError as exc:\n"
+            "    print('NO NETWORK', type(exc).__name__)\n"
+        )
+        text = await ok(boxed, "run_command", command=[sys.executable, "-c", program])
+    finally:
+        server.close()
+    output = text.split("\n'\n", 1)[1]  # after the echoed command
+    assert "NO NETWORK" in output and "CONNECTED" not in output
+
+
+@needs_bwrap
+async def test_private_tmp_and_pid_namespace(boxed) -> None:
+    text = await ok(boxed, "bash", command="echo $$; touch /tmp/awm-private-probe; ls /tmp")
+    lines = text.splitlines()
+    assert int(lines[1]) < 10  # its own PID namespace
+    assert "awm-private-probe" in lines
+    assert not Path("/tmp/awm-private-probe").exists()  # that /tmp was private
+
+
+def test_start_up_fails_in_one_line_without_bwrap(ws: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "empty-path"
+    empty.mkdir()
+    python_dir = Path(sys.executable).parent
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent_workspace_mcp",
+            "--root",
+            str(ws),
+            "--shell",
+            "--sandbox",
+            "bwrap",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env={"PATH": f"{empty}", "HOME": str(tmp_path), "PYTHONPATH": ""},
+        cwd=python_dir,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "agent-workspace-mcp: error: --sandbox bwrap: bubblewrap is not installed (Debian package 'bubblewrap')"
+    ]
