@@ -148,10 +148,12 @@ def test_stopping_the_server_kills_running_jobs(ws: Path, how: str) -> None:
     )
     assert result["content"][0]["text"].startswith("Started job job-")
     deadline = time.monotonic() + 10
-    while (
-        not ((ws / "job.pid").exists() and (ws / "child.pid").exists())
-        and time.monotonic() < deadline
-    ):
+
+    def written(name: str) -> bool:
+        path = ws / name
+        return path.exists() and path.read_text().strip().isdigit()
+
+    while not (written("job.pid") and written("child.pid")) and time.monotonic() < deadline:
         time.sleep(0.05)
     pids = [int((ws / name).read_text()) for name in ("job.pid", "child.pid")]
     code, _, stderr, _ = stop_and_collect(proc, how)
