@@ -45,9 +45,14 @@ async def fails(client: Client, tool: str, **arguments) -> str:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    """Every file below root with its bytes, for "nothing changed" assertions."""
+    """Every file below root with its bytes, for "nothing changed" assertions.
+
+    The server's own `.workspace-mcp/` state (journal, notes) is not workspace data.
+    """
     out = {}
-    for dirpath, _, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        if ".workspace-mcp" in dirnames:
+            dirnames.remove(".workspace-mcp")
         for name in filenames:
             path = Path(dirpath) / name
             if not path.is_symlink():

@@ -151,6 +151,7 @@ def settings_from_sources(
         raise ConfigError(f'WORKSPACE_MCP_SANDBOX must be "bwrap", got "{sandbox}"')
     promote = args.promote_after_ms or _int_env(env, "WORKSPACE_MCP_PROMOTE_AFTER_MS", 45_000)
     max_timeout = _int_env(env, "WORKSPACE_SHELL_MAX_TIMEOUT", 600)
+    journal_max = _int_env(env, "WORKSPACE_MCP_JOURNAL_MAX_BYTES", 5 * 1024 * 1024)
     scrub = tuple(p.strip() for p in env.get("WORKSPACE_MCP_SCRUB_ENV", "").split(",") if p.strip())
     return Settings(
         root=root,
@@ -168,6 +169,7 @@ def settings_from_sources(
         shell_max_timeout_seconds=max_timeout,
         scrub_env=scrub,
         job_dir=env.get("WORKSPACE_MCP_JOB_DIR") or None,
+        journal_max_bytes=journal_max,
     )
 
 

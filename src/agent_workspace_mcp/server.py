@@ -17,18 +17,20 @@ from fastmcp import FastMCP
 
 from .core.commands import check_bwrap
 from .core.jobs import JobRegistry, default_job_dir
+from .core.memory import Memory
 from .core.search.engine import SearchEngine
 from .core.workspaces import WorkspaceRegistry
 from .instructions import INSTRUCTIONS
 from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.errors import ErrorShapingMiddleware
+from .middleware.journal import JournalMiddleware
 from .services import Services
 from .settings import Settings
-from .tools import editing, files, search, shell, workspaces
+from .tools import changes, editing, files, git, memory, search, shell, workspaces
 from .tools.base import READ_TAG
 
 SERVER_NAME = "agent-workspace-mcp"
-TOOL_MODULES = (files, editing, search, shell, workspaces)
+TOOL_MODULES = (files, editing, search, shell, git, memory, changes, workspaces)
 
 
 def _version() -> str:
@@ -60,6 +62,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         search=SearchEngine(settings.search_engine),
         jobs=JobRegistry(settings.job_dir or default_job_dir()),
         bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,
+        memory=Memory(settings.journal_max_bytes),
     )
     services.shutdown.register("kill running jobs", services.jobs.shutdown)
 
@@ -78,7 +81,12 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         instructions=INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
-        middleware=[ErrorShapingMiddleware(), ArgumentRepairMiddleware()],
+        # Outermost first: errors are shaped after the journal saw the real failure.
+        middleware=[
+            ErrorShapingMiddleware(),
+            JournalMiddleware(services),
+            ArgumentRepairMiddleware(),
+        ],
     )
     for module in TOOL_MODULES:
         module.register(app, services)

@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .core.changes import Changes
 from .core.jobs import JobRegistry, default_job_dir
+from .core.limits import JOURNAL_MAX_BYTES_DEFAULT
 from .core.locks import PathLocks
+from .core.memory import Memory
 from .core.process import scrubbed_env
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
@@ -28,6 +31,8 @@ class Services:
     search: SearchEngine = field(default_factory=SearchEngine)
     jobs: JobRegistry = field(default_factory=lambda: JobRegistry(default_job_dir()))
     bwrap: str | None = None  # the checked bubblewrap binary when --sandbox bwrap
+    memory: Memory = field(default_factory=lambda: Memory(JOURNAL_MAX_BYTES_DEFAULT))
+    changes: Changes = field(default_factory=Changes)
 
     def child_env(self) -> dict[str, str]:
         """The environment every command gets: ours, minus secrets, plus NO_COLOR."""

@@ -32,6 +32,7 @@ class Settings:
     read_only: bool = False
     log_level: str = "WARNING"
     search_engine: str = "auto"  # "auto" (ripgrep when found), "rg" or "python"
+    journal_max_bytes: int = 5 * 1024 * 1024  # WORKSPACE_MCP_JOURNAL_MAX_BYTES
     # execution (all off unless asked for)
     shell_mode: str | None = None  # None, "allowlist" or "any"
     shell_allow: Sequence[str] = ()  # added to the default allowlist

@@ -64,10 +64,13 @@ def test_unknown_workspace_lists_the_available_ones(tmp_path: Path) -> None:
 
 
 def test_state_dir_is_lazy_and_ignores_itself(tmp_path: Path) -> None:
+    from agent_workspace_mcp.core.statefiles import ensure_state_dir
+
     ws = WorkspaceRegistry.confined(str(tmp_path)).primary
     assert not Path(ws.state_dir).exists()
-    path = Path(ws.ensure_state_dir())
-    assert path == tmp_path / ".workspace-mcp"
+    ensure_state_dir(ws)
+    path = tmp_path / ".workspace-mcp"
     assert (path / ".gitignore").read_text() == "*\n"
-    ws.ensure_state_dir()  # idempotent
-    assert (path / ".gitignore").read_text() == "*\n"
+    (path / ".gitignore").write_text("*\n# kept\n")
+    ensure_state_dir(ws)  # idempotent: an existing file is left alone
+    assert (path / ".gitignore").read_text() == "*\n# kept\n"

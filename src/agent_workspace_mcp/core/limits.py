@@ -89,8 +89,29 @@ JOB_LIST_RECENT = 20
 TASK_TIMEOUT_DEFAULT_SECONDS = 600  # ours: run_task default (tests and builds are slow)
 TASK_MAX_PATHS = 50  # ours: paths per run_task call
 
-# --- state ---------------------------------------------------------------------
-STATE_DIR_NAME = ".workspace-mcp"  # seed: per-workspace state directory
+# --- state (seed) ------------------------------------------------------------------
+STATE_DIR_NAME = ".workspace-mcp"  # per-workspace state directory
+JOURNAL_MAX_BYTES_DEFAULT = 5 * MIB  # WORKSPACE_MCP_JOURNAL_MAX_BYTES; journal and notes rotate
+STATE_READ_BYTES = 1 * MIB  # reads: last 1 MiB of the current file, then of `.1`
+JOURNAL_FIELD_CHARS = 300  # `detail` and `result` are truncated to this
+WORK_LOG_DEFAULT = 50
+WORK_LOG_MAX = 500
+RECALL_DEFAULT = 20
+RECALL_MAX = 100
+REMEMBER_MAX_TAGS = 20
+REMEMBER_TAG_CHARS = 50
+REMEMBER_TEXT_CHARS = 10_000  # ours: a note is a note, not a document (use change_doc)
+CHANGE_RECENT_ENTRIES = 10  # change_status shows the last 10 tagged journal entries
+CHANGE_DOC_MAX_BYTES = 1 * MIB  # ours: one change_doc call
+SLUG_MAX_CHARS = 60  # ours: change ids stay readable in paths and answers
+
+# --- git (seed unless marked) -------------------------------------------------------
+GIT_STATUS_TIMEOUT_SECONDS = 10.0
+GIT_DIFF_TIMEOUT_SECONDS = 30.0
+GIT_LOG_TIMEOUT_SECONDS = 10.0  # ours, like git_status
+GIT_OUTPUT_BYTES = 64 * KIB  # first 32 KiB + last 32 KiB beyond this
+GIT_LOG_DEFAULT = 20  # ours
+GIT_LOG_MAX = 200  # ours
 
 # --- shutdown ------------------------------------------------------------------
 # ours: how long a signal-triggered shutdown waits for cleanup before exiting anyway,

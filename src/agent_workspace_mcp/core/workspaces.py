@@ -39,21 +39,6 @@ class Workspace:
     def state_dir(self) -> str:
         return os.path.join(self.base, STATE_DIR_NAME)
 
-    def ensure_state_dir(self) -> str:
-        """Create `.workspace-mcp/` with its own `.gitignore` (`*`) on first use."""
-        path = self.state_dir
-        os.makedirs(path, exist_ok=True)
-        gitignore = os.path.join(path, ".gitignore")
-        if not os.path.exists(gitignore):
-            # O_EXCL: two servers racing on a fresh workspace must not both write it.
-            try:
-                fd = os.open(gitignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-            except FileExistsError:
-                return path
-            with os.fdopen(fd, "w") as handle:
-                handle.write("*\n")
-        return path
-
 
 def _real_dir(raw: str, what: str) -> tuple[str, str]:
     if "\x00" in raw:

@@ -36,6 +36,7 @@ ADDITIVE = ToolAnnotations(
 
 READ_TAG = "read"
 WRITE_TAG = "write"
+JOURNAL_TAG = "journal"  # middleware.journal writes an entry for these
 
 
 def _as_tool_error(fn_name: str, exc: Exception) -> ToolError:
@@ -88,8 +89,12 @@ def add_tool(
     *,
     annotations: ToolAnnotations,
     title: str | None = None,
+    journal: bool | None = None,
 ) -> None:
-    tag = READ_TAG if annotations.read_only_hint else WRITE_TAG
+    """Register `fn`. Mutating tools are journaled unless `journal=False`."""
+    tags = {READ_TAG if annotations.read_only_hint else WRITE_TAG}
+    if journal if journal is not None else not annotations.read_only_hint:
+        tags.add(JOURNAL_TAG)
     # output_schema=None: a `-> str` tool would otherwise also send its text as
     # structuredContent, doubling every answer on the wire.
-    app.tool(shaped(fn), annotations=annotations, title=title, tags={tag}, output_schema=None)
+    app.tool(shaped(fn), annotations=annotations, title=title, tags=tags, output_schema=None)

@@ -86,7 +86,9 @@ def register(app: FastMCP, services: Services) -> None:
             )
             state.text = outcome.text
             changes = work.changes()
-            if not dryRun:
+            if dryRun:
+                activity.record(result="dry run, nothing written")
+            else:
                 commit(changes)
         detail = _plural(outcome.replacements, "replacement")
         activity.record(detail=detail)
@@ -135,7 +137,9 @@ def register(app: FastMCP, services: Services) -> None:
                 replacements += outcome.replacements
                 notes.extend(f"edit[{index}] {note}" for note in outcome.notes)
             changes = work.changes()
-            if not dryRun:
+            if dryRun:
+                activity.record(result="dry run, nothing written")
+            else:
                 commit(changes)
             diffs = [_diff(s) for s in work.changed()]
         detail = f"{_plural(len(edits), 'edit')} across {_plural(len(work.order), 'file')}"
@@ -184,7 +188,9 @@ def register(app: FastMCP, services: Services) -> None:
             for fp in file_patches:
                 _apply_file_patch(fp, states)
             changes = work.changes()
-            if not dryRun:
+            if dryRun:
+                activity.record(result="dry run, nothing written")
+            else:
                 commit(changes)
             diffs = [_diff(s) for s in work.changed()]
         detail = _plural(len(changes), "file")

@@ -17,7 +17,7 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image
 from pydantic import Field
 
-from ..core import fileops, limits
+from ..core import activity, fileops, limits
 from ..core.containment import Located, locate
 from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
@@ -225,6 +225,7 @@ def register(app: FastMCP, services: Services) -> None:
         if doc and doc.bom:
             kept += ", kept UTF-8 BOM"
         verb = "Updated" if existed else "Created"
+        activity.record([loc.display], f"{verb.lower()} {len(data)} bytes")
         return f"{verb} {loc.display} ({len(data)} bytes{kept})"
 
     def write_binary_file(
@@ -243,13 +244,16 @@ def register(app: FastMCP, services: Services) -> None:
         with locate(ws, path, create_parents=True) as loc:
             _check_write_size(loc.display, len(data))
             existed = atomic_write(loc, data)
-        return f"{'Updated' if existed else 'Created'} {loc.display} ({len(data)} bytes)"
+        verb = "Updated" if existed else "Created"
+        activity.record([loc.display], f"{verb.lower()} {len(data)} bytes (binary)")
+        return f"{verb} {loc.display} ({len(data)} bytes)"
 
     def make_directory(path: PathArg, workspace: WorkspaceArg = None) -> str:
         """Create a directory and any missing parents. An existing directory is not an error."""
         ws = registry.get(workspace)
         with locate(ws, path, create_parents=True) as loc:
             created = fileops.make_directory(loc)
+        activity.record([loc.display], "created" if created else "already existed")
         return (
             f"Created directory {loc.display}"
             if created
@@ -267,6 +271,7 @@ def register(app: FastMCP, services: Services) -> None:
         ws = registry.get(workspace)
         with locate(ws, path, follow_final=False) as loc:
             what = fileops.delete(loc, recursive=recursive)
+        activity.record([loc.display], f"deleted {what}")
         return f"Deleted {loc.display} ({what})"
 
     def move_path(
@@ -286,6 +291,7 @@ def register(app: FastMCP, services: Services) -> None:
             locate(ws, destination, follow_final=False, create_parents=True) as dst,
         ):
             fileops.move(src, dst, overwrite=overwrite)
+        activity.record([src.display, dst.display], "moved")
         return f"Moved {src.display} -> {dst.display}"
 
     def rename_path(
@@ -307,6 +313,7 @@ def register(app: FastMCP, services: Services) -> None:
             target = posixpath.join(parent, newName) if parent else newName
             with locate(ws, target, follow_final=False) as dst:
                 fileops.move(src, dst, overwrite=overwrite)
+        activity.record([src.display, dst.display], "renamed")
         return f"Renamed {src.display} -> {dst.display}"
 
     def file_info(path: PathArg, workspace: WorkspaceArg = None) -> str:

@@ -1,22 +1,11 @@
 """`workspace_list`: which roots this server serves, and their state at a glance."""
 
-import json
 import os
 
 from fastmcp import FastMCP
 
 from ..services import Services
 from .base import READ_ONLY, add_tool
-
-
-def active_change(state_dir: str) -> str | None:
-    """The active change id from `state.json`, or None (missing or unreadable state)."""
-    try:
-        with open(os.path.join(state_dir, "state.json"), encoding="utf-8") as handle:
-            value = json.load(handle).get("activeChange")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
 
 
 def register(app: FastMCP, services: Services) -> None:
@@ -31,7 +20,7 @@ def register(app: FastMCP, services: Services) -> None:
                 row += "  (unconfined)"
             has_state = os.path.isdir(ws.state_dir)
             row += "  state: yes" if has_state else "  state: none"
-            change = active_change(ws.state_dir) if has_state else None
+            change = services.memory.active_change(ws) if has_state else None
             if change:
                 row += f"  active change: {change}"
             rows.append(row)

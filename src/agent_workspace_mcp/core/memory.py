@@ -1,0 +1,191 @@
+"""The workspace-local memory: the automatic journal and deliberate notes.
+
+On-disk format of the backbone document: `.workspace-mcp/journal.jsonl` lines
+`{ts, tool, paths?, detail?, result?, change?}` and `.workspace-mcp/notes.jsonl` lines
+`{ts, text, tags}`, each rotated to `.1.jsonl` past the size limit. Journaling is best
+effort: a failure is logged and never changes the tool's own answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timezone
+from typing import Any
+
+from .errors import InvalidArgumentError, WorkspaceError
+from .limits import (
+    JOURNAL_FIELD_CHARS,
+    RECALL_MAX,
+    REMEMBER_MAX_TAGS,
+    REMEMBER_TAG_CHARS,
+    REMEMBER_TEXT_CHARS,
+    WORK_LOG_MAX,
+)
+from .statefiles import JsonlStream, read_json
+from .workspaces import Workspace
+
+log = logging.getLogger("agent_workspace_mcp")
+
+
+def now_iso() -> str:
+    """`2026-09-18T07:50:12.000Z`: UTC, milliseconds, as the backbone document writes it."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def _clip(value: str | None) -> str | None:
+    if value is None:
+        return None
+    return value if len(value) <= JOURNAL_FIELD_CHARS else value[: JOURNAL_FIELD_CHARS - 1] + "…"
+
+
+def parse_since(value: str) -> datetime:
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"since must be an ISO 8601 time like 2026-09-18T07:50:12Z, got {value!r}"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def _ts(record: dict[str, Any]) -> datetime | None:
+    try:
+        return parse_since(str(record.get("ts", "")))
+    except InvalidArgumentError:
+        return None
+
+
+class Memory:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+
+    def journal(self, ws: Workspace) -> JsonlStream:
+        return JsonlStream(ws, "journal", self.max_bytes)
+
+    def notes(self, ws: Workspace) -> JsonlStream:
+        return JsonlStream(ws, "notes", self.max_bytes)
+
+    def active_change(self, ws: Workspace) -> str | None:
+        try:
+            state = read_json(ws, "state.json")
+        except WorkspaceError:
+            return None
+        value = state.get("activeChange") if isinstance(state, dict) else None
+        return value if isinstance(value, str) else None
+
+    def record(
+        self,
+        ws: Workspace,
+        tool: str,
+        *,
+        paths: Iterable[str] = (),
+        detail: str | None = None,
+        result: str | None = None,
+        change: str | None = None,
+    ) -> None:
+        """Append one journal entry; never raises (best effort, logged)."""
+        try:
+            entry: dict[str, Any] = {"ts": now_iso(), "tool": tool}
+            paths = list(paths)
+            if paths:
+                entry["paths"] = paths
+            if detail:
+                entry["detail"] = _clip(detail)
+            if result:
+                entry["result"] = _clip(result)
+            tag = change if change is not None else self.active_change(ws)
+            if tag:
+                entry["change"] = tag
+            self.journal(ws).append(entry)
+        except Exception as exc:  # the journal must never break a tool
+            log.warning("journal write failed for %s in %s: %s", tool, ws.name, exc)
+
+    def work_log(
+        self,
+        ws: Workspace,
+        *,
+        limit: int,
+        since: str | None = None,
+        path: str | None = None,
+        change: str | None = None,
+    ) -> list[dict[str, Any]]:
+        after = parse_since(since) if since else None
+
+        def keep(record: dict[str, Any]) -> bool:
+            if after is not None:
+                stamp = _ts(record)
+                if stamp is None or stamp < after:
+                    return False
+            if path and not any(path in str(p) for p in record.get("paths") or []):
+                return False
+            return not (change and record.get("change") != change)
+
+        return self.journal(ws).newest(min(limit, WORK_LOG_MAX), keep)
+
+    def remember(self, ws: Workspace, text: str, tags: list[str]) -> int:
+        text = text.strip()
+        if not text:
+            raise InvalidArgumentError("text must not be empty")
+        if len(text) > REMEMBER_TEXT_CHARS:
+            raise InvalidArgumentError(
+                f"a note is at most {REMEMBER_TEXT_CHARS} characters; "
+                "put longer text in a change_doc"
+            )
+        clean = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
+        if len(clean) > REMEMBER_MAX_TAGS:
+            raise InvalidArgumentError(f"at most {REMEMBER_MAX_TAGS} tags")
+        long = [t for t in clean if len(t) > REMEMBER_TAG_CHARS]
+        if long:
+            raise InvalidArgumentError(
+                f"tags are at most {REMEMBER_TAG_CHARS} characters: {long[0][:60]}"
+            )
+        from .statefiles import state_lock
+
+        stream = self.notes(ws)
+        with state_lock(ws):
+            stream.append({"ts": now_iso(), "text": text, "tags": clean}, locked=True)
+            return stream.count()
+
+    def recall(
+        self, ws: Workspace, *, query: str | None, tag: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        needle = (query or "").lower()
+        wanted = (tag or "").strip().lstrip("#").lower()
+
+        def keep(record: dict[str, Any]) -> bool:
+            if needle and needle not in str(record.get("text", "")).lower():
+                return False
+            tags = [str(t).lower() for t in record.get("tags") or []]
+            return not (wanted and wanted not in tags)
+
+        return self.notes(ws).newest(min(limit, RECALL_MAX), keep)
+
+
+def render_entry(record: dict[str, Any]) -> str:
+    """`2026-09-18T07:50:12.000Z  edit_file  src/x.ts  — 2 replacements  [ok]`"""
+    parts = [str(record.get("ts", "?")), str(record.get("tool", "?"))]
+    paths = record.get("paths") or []
+    if paths:
+        parts.append(
+            ", ".join(str(p) for p in paths[:5])
+            + (f" (+{len(paths) - 5})" if len(paths) > 5 else "")
+        )
+    line = "  ".join(parts)
+    if record.get("detail"):
+        line += f"  — {record['detail']}"
+    if record.get("result"):
+        line += f"  [{record['result']}]"
+    if record.get("change"):
+        line += f"  #{record['change']}"
+    return line
+
+
+def render_note(record: dict[str, Any]) -> str:
+    """`2026-09-18  [#auth #todo]  Refactored auth middleware...`"""
+    day = str(record.get("ts", ""))[:10] or "????-??-??"
+    tags = [str(t) for t in record.get("tags") or []]
+    label = f"  [{' '.join('#' + t for t in tags)}]" if tags else ""
+    return f"{day}{label}  {record.get('text', '')}"

@@ -1,0 +1,65 @@
+"""The journal, wired once: every journaled tool call appends one entry, success or not.
+
+Tools say what they touched with `core.activity.record(paths, detail, result)`; this
+middleware opens the capture around the call, then writes `{ts, tool, paths?, detail?,
+result?, change?}` to the selected workspace's journal: `result` is the tool's own
+(e.g. `exit 0 (12ms)`) or `ok`, or `error: <sentence>`. Read-only tools, `job_status`
+and `remember` are not journaled (the tag decides). A journal failure is logged and
+never changes the answer.
+"""
+
+import anyio
+from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+
+from ..core import activity
+from ..core.errors import WorkspaceError
+from ..services import Services
+from ..tools.base import JOURNAL_TAG
+
+
+class JournalMiddleware(Middleware):
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._journaled: dict[str, bool] = {}
+
+    async def _is_journaled(self, context: MiddlewareContext) -> bool:
+        name = context.message.name
+        if name not in self._journaled:
+            ctx = context.fastmcp_context
+            tool = await ctx.fastmcp.get_tool(name) if ctx is not None else None
+            self._journaled[name] = tool is not None and JOURNAL_TAG in (tool.tags or set())
+        return self._journaled[name]
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next):
+        if not await self._is_journaled(context):
+            return await call_next(context)
+        arguments = context.message.arguments or {}
+        try:
+            ws = self.services.workspaces.get(arguments.get("workspace"))
+        except WorkspaceError:
+            return await call_next(context)  # the tool reports the unknown workspace itself
+        outcome = "ok"
+        with activity.capture() as act:
+            try:
+                result = await call_next(context)
+                if getattr(result, "is_error", False):
+                    outcome = "error"
+                return result
+            except ToolError as exc:
+                outcome = f"error: {exc}"
+                raise
+            except Exception as exc:
+                outcome = f"error: {type(exc).__name__}"
+                raise
+            finally:
+                result_text = act.result if act.result and outcome == "ok" else outcome
+                await anyio.to_thread.run_sync(
+                    lambda: self.services.memory.record(
+                        ws,
+                        context.message.name,
+                        paths=act.paths,
+                        detail=act.detail,
+                        result=result_text,
+                    )
+                )

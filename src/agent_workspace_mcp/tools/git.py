@@ -1,0 +1,87 @@
+"""Read-only git tools: `git_status`, `git_diff`, `git_log` (no shell needed)."""
+
+from typing import Annotated
+
+import anyio
+from fastmcp import FastMCP
+from pydantic import Field
+
+from ..core import limits
+from ..core.containment import locate
+from ..core.gitread import head_tail, run_git
+from ..services import Services
+from .base import READ_ONLY, WorkspaceArg, add_tool
+
+GitPath = Annotated[str | None, Field(description="Limit to this workspace-relative path.")]
+
+
+def register(app: FastMCP, services: Services) -> None:
+    registry = services.workspaces
+
+    def contained(ws, path: str | None) -> list[str]:
+        if not path:
+            return []
+        with locate(ws, path, follow_final=False) as loc:
+            return ["--", loc.real_rel if ws.confined else loc.real_abs]
+
+    def root_of(ws) -> str:
+        return ws.root if ws.confined else ws.base
+
+    async def git_status(workspace: WorkspaceArg = None) -> str:
+        """`git status --porcelain=v1 -b`: a `branch:` header plus the porcelain lines."""
+        ws = registry.get(workspace)
+        out = await anyio.to_thread.run_sync(
+            run_git,
+            root_of(ws),
+            ["status", "--porcelain=v1", "-b"],
+            limits.GIT_STATUS_TIMEOUT_SECONDS,
+        )
+        lines = out.rstrip("\n").split("\n")
+        branch = lines[0][3:] if lines and lines[0].startswith("## ") else "(unknown)"
+        body = [line for line in lines[1:] if line]
+        return "\n".join([f"branch: {branch}", *(body or ["working tree clean"])])
+
+    async def git_diff(
+        path: GitPath = None,
+        staged: Annotated[bool, Field(description="Show staged changes (--cached).")] = False,
+        stat: Annotated[bool, Field(description="Only the per-file summary (--stat).")] = False,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """`git diff` of the working tree (or staged changes); above 64 KiB the head and tail."""
+        ws = registry.get(workspace)
+        args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color"]
+        if staged:
+            args.append("--cached")
+        if stat:
+            args.append("--stat")
+        args += contained(ws, path)
+        out = await anyio.to_thread.run_sync(
+            run_git, root_of(ws), args, limits.GIT_DIFF_TIMEOUT_SECONDS
+        )
+        return head_tail(out.rstrip("\n")) if out.strip() else "(no changes)"
+
+    async def git_log(
+        path: GitPath = None,
+        limit: Annotated[
+            int, Field(ge=1, le=limits.GIT_LOG_MAX, description="Commits to show.")
+        ] = limits.GIT_LOG_DEFAULT,
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Recent commits, one per line: `hash date author  subject`."""
+        ws = registry.get(workspace)
+        args = [
+            "log",
+            f"--max-count={limit}",
+            "--no-color",
+            "--date=short",
+            "--format=%h %ad %an  %s",
+        ]
+        args += contained(ws, path)
+        out = await anyio.to_thread.run_sync(
+            run_git, root_of(ws), args, limits.GIT_LOG_TIMEOUT_SECONDS
+        )
+        return out.rstrip("\n") or "(no commits)"
+
+    add_tool(app, git_status, annotations=READ_ONLY, title="Git status")
+    add_tool(app, git_diff, annotations=READ_ONLY, title="Git diff")
+    add_tool(app, git_log, annotations=READ_ONLY, title="Git log")

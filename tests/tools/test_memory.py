@@ -1,0 +1,337 @@
+"""Journal, notes and change tracking through the real client, on real state files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+from agent_workspace_mcp import Settings
+from tests.conftest import open_client
+from tests.helpers import fails, ok
+
+
+def journal(ws: Path) -> list[dict]:
+    path = ws / ".workspace-mcp" / "journal.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+async def test_state_is_created_lazily_and_ignores_itself(client: Client, ws: Path) -> None:
+    await ok(client, "list_files")
+    await ok(client, "work_log")
+    assert not (ws / ".workspace-mcp").exists()
+    await ok(client, "write_file", path="a.txt", content="x")
+    assert (ws / ".workspace-mcp" / ".gitignore").read_text() == "*\n"
+    assert not (ws / ".gitignore").exists()
+
+
+async def test_mutating_tools_are_journaled_read_only_ones_are_not(
+    client: Client, ws: Path
+) -> None:
+    await ok(client, "write_file", path="a.txt", content="one\n")
+    await ok(client, "write_file", path="a.txt", content="two\n")
+    await ok(client, "edit_file", path="a.txt", oldString="two", newString="three")
+    await ok(client, "patch", edits=[{"path": "a.txt", "oldString": "three", "newString": "four"}])
+    await fails(client, "edit_file", path="a.txt", oldString="nope", newString="x")
+    await ok(client, "read_file", path="a.txt")
+    await ok(client, "grep", pattern="four")
+    await ok(client, "list_files")
+    await ok(client, "remember", text="a note")
+    entries = journal(ws)
+    assert [e["tool"] for e in entries] == [
+        "write_file",
+        "write_file",
+        "edit_file",
+        "patch",
+        "edit_file",
+    ]
+    assert entries[0] | {"ts": "T"} == {
+        "ts": "T",
+        "tool": "write_file",
+        "paths": ["a.txt"],
+        "detail": "created 4 bytes",
+        "result": "ok",
+    }
+    assert entries[1]["detail"] == "updated 4 bytes"
+    assert entries[2]["detail"] == "1 replacement"
+    assert entries[3]["detail"] == "1 edit across 1 file"
+    assert entries[4]["result"].startswith("error: oldString not found in a.txt")
+    assert entries[0]["ts"].endswith("Z") and len(entries[0]["ts"]) == len(
+        "2026-09-18T07:50:12.000Z"
+    )
+
+
+async def test_work_log_renders_and_filters(client: Client, ws: Path) -> None:
+    assert await ok(client, "work_log") == "no activity recorded yet"
+    await ok(client, "write_file", path="src/x.py", content="x")
+    await ok(client, "write_file", path="docs/y.md", content="y")
+    text = await ok(client, "work_log")
+    first = text.splitlines()[0]
+    assert first.endswith("  write_file  docs/y.md  — created 1 bytes  [ok]")
+    assert len(text.splitlines()) == 2
+    assert (
+        (await ok(client, "work_log", path="src/"))
+        .splitlines()[0]
+        .endswith("src/x.py  — created 1 bytes  [ok]")
+    )
+    assert len((await ok(client, "work_log", limit=1)).splitlines()) == 1
+    assert await ok(client, "work_log", since="2999-01-01T00:00:00Z") == "no activity matches"
+    assert "ISO 8601" in await fails(client, "work_log", since="yesterday")
+
+
+async def test_long_details_are_truncated_to_300_characters(ws: Path) -> None:
+    settings = Settings(root=str(ws), shell_mode="allowlist", shell_allow=("echo",))
+    async with open_client(settings) as client:
+        await ok(client, "run_command", command=["echo", "x" * 1000])
+    entry = journal(ws)[-1]
+    assert entry["tool"] == "run_command" and len(entry["detail"]) == 300
+    assert entry["result"].startswith("exit 0 (")
+
+
+async def test_notes_round_trip(client: Client) -> None:
+    assert await ok(client, "recall") == "no notes match"
+    assert (
+        await ok(client, "remember", text="Refactored auth; next: rotation", tags=["auth", "todo"])
+        == "noted (#1 total)"
+    )
+    assert await ok(client, "remember", text="Plain note") == "noted (#2 total)"
+    lines = (await ok(client, "recall")).splitlines()
+    assert lines[0].endswith("  Plain note") and lines[1].endswith(
+        "  [#auth #todo]  Refactored auth; next: rotation"
+    )
+    assert (await ok(client, "recall", tag="AUTH")).endswith("Refactored auth; next: rotation")
+    assert (await ok(client, "recall", query="PLAIN")).endswith("Plain note")
+    assert await ok(client, "recall", query="missing") == "no notes match"
+    assert "at most 50 characters" in await fails(client, "remember", text="x", tags=["y" * 51])
+    assert "invalid arguments" in await fails(
+        client, "remember", text="x", tags=[f"t{i}" for i in range(21)]
+    )
+
+
+async def test_rotation_and_bounded_reads_skip_malformed_lines(ws: Path) -> None:
+    state = ws / ".workspace-mcp"
+    async with open_client(Settings(root=str(ws), journal_max_bytes=600)) as client:
+        for i in range(12):
+            await ok(client, "write_file", path=f"f{i:02d}.txt", content="x")
+        assert (state / "journal.1.jsonl").exists()
+        current = state / "journal.jsonl"
+        assert not current.exists() or current.stat().st_size <= 600 + 200
+        with current.open("a") as handle:
+            handle.write("{not json\n\n[1,2]\n")
+        await ok(client, "write_file", path="last.txt", content="x")
+        lines = (await ok(client, "work_log", limit=500)).splitlines()
+    assert lines[0].endswith("last.txt  — created 1 bytes  [ok]")
+    in_current = sum(1 for line in current.read_text().splitlines() if line.startswith('{"ts"'))
+    in_rotated = len((state / "journal.1.jsonl").read_text().splitlines())
+    # Malformed lines are skipped, and reading continues into the rotated file.
+    assert len(lines) == in_current + in_rotated
+    assert in_rotated > 0
+
+
+async def test_state_persists_across_server_instances(ws: Path) -> None:
+    async with open_client(Settings(root=str(ws))) as first:
+        await ok(first, "remember", text="from the first server")
+        await ok(first, "change_create", title="Shared change")
+    async with open_client(Settings(root=str(ws))) as second:
+        assert (await ok(second, "recall")).endswith("from the first server")
+        assert (await ok(second, "change_status")).startswith(
+            "change shared-change: Shared change (active)"
+        )
+
+
+async def test_a_symlinked_state_directory_cannot_redirect_state_writes(
+    ws: Path, outside: Path
+) -> None:
+    (ws / ".workspace-mcp").symlink_to(outside)
+    async with open_client(Settings(root=str(ws))) as client:
+        assert (await fails(client, "remember", text="x")).startswith(
+            "path outside workspace root:"
+        )
+        await ok(
+            client, "write_file", path="a.txt", content="still works"
+        )  # journal failure is best effort
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+
+
+# --- changes ---------------------------------------------------------------------------
+
+
+async def test_change_lifecycle_and_suggestions(client: Client, ws: Path) -> None:
+    async def next_action() -> str:
+        return (await ok(client, "change_status")).splitlines()[-1]
+
+    text = await ok(
+        client, "change_create", title="Add Refresh-Token Rotation!", goal="tokens rotate"
+    )
+    assert text.startswith(
+        "Created change add-refresh-token-rotation at .workspace-mcp/changes/add-refresh-token-rotation/"
+    )
+    record = json.loads((ws / ".workspace-mcp/changes/add-refresh-token-rotation.json").read_text())
+    assert record["title"] == "Add Refresh-Token Rotation!" and record["goal"] == "tokens rotate"
+    assert set(record) >= {"id", "constraints", "tasks", "createdAt", "updatedAt"}
+    assert (ws / ".workspace-mcp/changes/add-refresh-token-rotation").is_dir()
+    assert json.loads((ws / ".workspace-mcp/state.json").read_text()) == {
+        "activeChange": "add-refresh-token-rotation"
+    }
+    assert await next_action() == "next: write the proposal with change_doc"
+    await ok(client, "change_doc", stage="proposal", content="# Why\nbecause")
+    assert await next_action() == "next: break the work into tasks with task_add"
+    assert (
+        await ok(client, "task_add", text="schema")
+        == "Added T1 to add-refresh-token-rotation (0/1 done)"
+    )
+    await ok(client, "task_add", text="tests")
+    assert await next_action() == "next: start T1"
+    await ok(client, "task_update", updates=[{"taskId": "T2", "status": "in_progress"}])
+    assert await next_action() == "next: continue T2"
+    await ok(
+        client,
+        "task_update",
+        updates=[{"taskId": "T1", "status": "blocked", "note": "waiting on API"}],
+    )
+    assert await next_action() == "next: unblock T1"
+    await ok(
+        client,
+        "task_update",
+        updates=[{"taskId": "T1", "status": "done"}, {"taskId": "T2", "status": "done"}],
+    )
+    assert await next_action() == "next: run the tests and save a summary with remember"
+    record = json.loads((ws / ".workspace-mcp/changes/add-refresh-token-rotation.json").read_text())
+    assert record["tasks"][0]["notes"] == ["waiting on API"]
+    assert [t["id"] for t in record["tasks"]] == ["T1", "T2"]
+
+
+async def test_slugs_dedupe_and_activation(client: Client) -> None:
+    assert "change same-title " in (await ok(client, "change_create", title="Same Title")).replace(
+        "Created", "change"
+    )
+    second = await ok(client, "change_create", title="Same title")
+    assert second.startswith("Created change same-title-2 ")
+    third = await ok(client, "change_create", title="!!!")
+    assert third.startswith("Created change change ")
+    assert (await ok(client, "change_activate", changeId="same-title")).startswith(
+        "Active change: same-title"
+    )
+    listing = (await ok(client, "change_status", all=True)).splitlines()
+    assert any(line.startswith("same-title  0/0 done  Same Title  (active)") for line in listing)
+    assert await fails(client, "change_activate", changeId="nope") == (
+        'unknown change "nope". Available: change, same-title, same-title-2'
+    )
+    assert "invalid change id" in await fails(client, "change_activate", changeId="../../etc")
+
+
+async def test_docs_replace_and_append(client: Client, ws: Path) -> None:
+    await ok(client, "change_create", title="Docs")
+    await ok(client, "change_doc", stage="spec", content="first")
+    await ok(client, "change_doc", stage="spec", content="second", append=True)
+    assert (ws / ".workspace-mcp/changes/docs/spec.md").read_text() == "first\n\nsecond\n"
+    text = await ok(client, "change_doc", stage="spec", content="replaced")
+    assert text == "Wrote .workspace-mcp/changes/docs/spec.md; documents present: spec"
+    assert (ws / ".workspace-mcp/changes/docs/spec.md").read_text() == "replaced\n"
+    status = await ok(client, "change_status")
+    assert (
+        "docs: proposal.md (missing), spec.md (9 bytes), design.md (missing), notes.md (missing)"
+        in status
+    )
+
+
+async def test_task_update_is_all_or_nothing(client: Client, ws: Path) -> None:
+    await ok(client, "change_create", title="Atomic")
+    await ok(client, "task_add", text="a")
+    before = (ws / ".workspace-mcp/changes/atomic.json").read_bytes()
+    message = await fails(
+        client,
+        "task_update",
+        updates=[
+            {"taskId": "T1", "status": "done"},
+            {"taskId": "T7", "status": "done"},
+            {"taskId": "T8", "status": "done"},
+        ],
+    )
+    assert message == "nothing was changed; unknown task ids: T7, T8"
+    assert (ws / ".workspace-mcp/changes/atomic.json").read_bytes() == before
+    assert "invalid arguments" in await fails(
+        client, "task_update", updates=[{"taskId": "T1", "status": "finished"}]
+    )
+    assert not list((ws / ".workspace-mcp").rglob("*.awm-tmp"))
+
+
+async def test_constraints_and_change_tagging(client: Client, ws: Path) -> None:
+    await ok(client, "write_file", path="before.txt", content="x")
+    await ok(client, "change_create", title="Tagged")
+    assert (
+        await ok(client, "constraint_add", text="no new deps")
+        == "tagged has 1 constraint(s):\n- no new deps"
+    )
+    assert (
+        await ok(client, "constraint_add", text="keep API")
+        == "tagged has 2 constraint(s):\n- no new deps\n- keep API"
+    )
+    await ok(client, "write_file", path="during.txt", content="x")
+    entries = journal(ws)
+    assert "change" not in entries[0] and entries[-1]["change"] == "tagged"
+    scoped = (await ok(client, "work_log", change="tagged")).splitlines()
+    assert len(scoped) == 4 and not any("before.txt" in line for line in scoped)
+    status = await ok(client, "change_status")
+    assert "constraints:\n  - no new deps\n  - keep API" in status
+    assert "recent activity:" in status and "during.txt" in status
+
+
+async def test_no_active_change_and_corrupted_state(client: Client, ws: Path) -> None:
+    assert await ok(client, "change_status") == "no changes yet; start one with change_create"
+    assert (
+        await fails(client, "task_add", text="x")
+        == "no active change; pass changeId or start one with change_create"
+    )
+    await ok(client, "change_create", title="Good one")
+    await ok(client, "change_create", title="Bad one")
+    (ws / ".workspace-mcp/changes/bad-one.json").write_text("{broken")
+    (ws / ".workspace-mcp/state.json").write_text("also broken")
+    text = await ok(client, "change_status")
+    assert "good-one  0/0 done  Good one" in text
+    assert "skipped: .workspace-mcp/state.json is corrupted (not valid JSON)" in text
+    assert "skipped: .workspace-mcp/changes/bad-one.json is corrupted (not valid JSON)" in text
+    assert await fails(client, "task_add", text="x", changeId="bad-one") == (
+        ".workspace-mcp/changes/bad-one.json is corrupted (not valid JSON)"
+    )
+    assert (await ok(client, "task_add", text="x", changeId="good-one")).startswith(
+        "Added T1 to good-one"
+    )
+    # workspace_list still answers with a broken state.json.
+    assert "state: yes" in await ok(client, "workspace_list")
+
+
+async def test_two_server_processes_never_lose_an_update(ws: Path) -> None:
+    """A desktop client's stdio server and another server on one workspace, hammering state."""
+    async with open_client(Settings(root=str(ws))) as setup:
+        await ok(setup, "change_create", title="Race")
+
+    def transport() -> StdioTransport:
+        return StdioTransport(
+            sys.executable, ["-m", "agent_workspace_mcp", "--root", str(ws)], keep_alive=False
+        )
+
+    async def hammer(label: str) -> None:
+        async with Client(transport()) as client:
+            await asyncio.gather(
+                *(client.call_tool("task_add", {"text": f"{label}-{i}"}) for i in range(20)),
+                *(client.call_tool("remember", {"text": f"note {label}-{i}"}) for i in range(20)),
+            )
+
+    await asyncio.gather(hammer("a"), hammer("b"))
+    record = json.loads((ws / ".workspace-mcp/changes/race.json").read_text())
+    assert [t["id"] for t in record["tasks"]] == [f"T{i}" for i in range(1, 41)]
+    assert sorted(t["text"] for t in record["tasks"]) == sorted(
+        f"{p}-{i}" for p in "ab" for i in range(20)
+    )
+    notes = [
+        json.loads(line)["text"]
+        for line in (ws / ".workspace-mcp/notes.jsonl").read_text().splitlines()
+    ]
+    assert sorted(notes) == sorted(f"note {p}-{i}" for p in "ab" for i in range(20))
+    for line in (ws / ".workspace-mcp/journal.jsonl").read_text().splitlines():
+        json.loads(line)  # no interleaved lines
