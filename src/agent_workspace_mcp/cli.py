@@ -104,6 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="move a command still running after MS to a background job (default 45000)",
     )
     parser.add_argument(
+        "--audit-log",
+        metavar="FILE",
+        help="append one JSON line per tool call to FILE (default: stderr; rotated like the "
+        "journal)",
+    )
+    parser.add_argument(
+        "--no-audit", action="store_true", default=None, help="do not write audit lines"
+    )
+    parser.add_argument(
         "--search-engine",
         choices=["auto", "rg", "python"],
         help="grep/list_files engine: ripgrep when found (auto), or force one",
@@ -170,6 +179,13 @@ def settings_from_sources(
         scrub_env=scrub,
         job_dir=env.get("WORKSPACE_MCP_JOB_DIR") or None,
         journal_max_bytes=journal_max,
+        skills_dir=env.get("WORKSPACE_SKILLS_DIR") or ".agents/skills",
+        audit_log=args.audit_log or env.get("WORKSPACE_MCP_AUDIT_LOG") or None,
+        audit=not (
+            args.no_audit
+            if args.no_audit is not None
+            else truthy(env.get("WORKSPACE_MCP_NO_AUDIT"))
+        ),
     )
 
 

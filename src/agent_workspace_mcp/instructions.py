@@ -8,6 +8,10 @@ and pass `workspace` to target one other than the primary.
 Reading: read_file returns numbered lines `N: text`; when an answer is truncated it \
 says which `offset` continues it. Binary files: read_binary_file.
 
+Skills: resource://skills lists the installed Agent Skills; load one with the skill \
+tool when a task matches its description. Larger work: track it with change_create, \
+change_doc, task_add and task_update; change_status re-orients in one call.
+
 Session convention: at the start of a session, call work_log (what happened recently) \
 and recall (notes saved deliberately) to recover context. After finishing a chunk of \
 work, call remember with what changed and what should happen next.

@@ -15,22 +15,26 @@ from contextlib import asynccontextmanager
 
 from fastmcp import FastMCP
 
+from . import prompts
+from .core.audit import AuditLog
 from .core.commands import check_bwrap
 from .core.jobs import JobRegistry, default_job_dir
 from .core.memory import Memory
 from .core.search.engine import SearchEngine
+from .core.skills import SkillStore
 from .core.workspaces import WorkspaceRegistry
 from .instructions import INSTRUCTIONS
 from .middleware.arguments import ArgumentRepairMiddleware
+from .middleware.audit import AuditMiddleware
 from .middleware.errors import ErrorShapingMiddleware
 from .middleware.journal import JournalMiddleware
 from .services import Services
 from .settings import Settings
-from .tools import changes, editing, files, git, memory, search, shell, workspaces
+from .tools import changes, editing, files, git, memory, search, shell, skills, workspaces
 from .tools.base import READ_TAG
 
 SERVER_NAME = "agent-workspace-mcp"
-TOOL_MODULES = (files, editing, search, shell, git, memory, changes, workspaces)
+TOOL_MODULES = (files, editing, search, shell, git, memory, changes, skills, workspaces)
 
 
 def _version() -> str:
@@ -39,10 +43,22 @@ def _version() -> str:
     return package_version()
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever `sys.stderr` is now (test harnesses and embedders swap it)."""
+
+    @property  # type: ignore[override]
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def _configure_logging(level: str) -> None:
     logger = logging.getLogger("agent_workspace_mcp")
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
+        handler = _StderrHandler()
         handler.setFormatter(logging.Formatter("agent-workspace-mcp: %(levelname)s: %(message)s"))
         logger.addHandler(handler)
         logger.propagate = False
@@ -63,7 +79,9 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         jobs=JobRegistry(settings.job_dir or default_job_dir()),
         bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,
         memory=Memory(settings.journal_max_bytes),
+        skills=SkillStore(settings.skills_dir),
     )
+    audit = AuditLog(settings.audit_log, settings.journal_max_bytes)
     services.shutdown.register("kill running jobs", services.jobs.shutdown)
 
     # Cleanup is not tied to the FastMCP lifespan: with an in-memory client the
@@ -81,8 +99,10 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         instructions=INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
-        # Outermost first: errors are shaped after the journal saw the real failure.
+        # Outermost first: the audit sees the final outcome; errors are shaped after the
+        # journal saw the real failure.
         middleware=[
+            *([AuditMiddleware(services, audit)] if settings.audit else []),
             ErrorShapingMiddleware(),
             JournalMiddleware(services),
             ArgumentRepairMiddleware(),
@@ -90,6 +110,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     )
     for module in TOOL_MODULES:
         module.register(app, services)
+    prompts.register(app, services)
     if settings.read_only:
         app.enable(tags={READ_TAG}, only=True)
     return app, services

@@ -18,6 +18,7 @@ from .core.memory import Memory
 from .core.process import scrubbed_env
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
+from .core.skills import SkillStore
 from .core.workspaces import WorkspaceRegistry
 from .settings import Settings
 
@@ -33,6 +34,7 @@ class Services:
     bwrap: str | None = None  # the checked bubblewrap binary when --sandbox bwrap
     memory: Memory = field(default_factory=lambda: Memory(JOURNAL_MAX_BYTES_DEFAULT))
     changes: Changes = field(default_factory=Changes)
+    skills: SkillStore = field(default_factory=SkillStore)
 
     def child_env(self) -> dict[str, str]:
         """The environment every command gets: ours, minus secrets, plus NO_COLOR."""

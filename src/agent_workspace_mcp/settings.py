@@ -33,6 +33,9 @@ class Settings:
     log_level: str = "WARNING"
     search_engine: str = "auto"  # "auto" (ripgrep when found), "rg" or "python"
     journal_max_bytes: int = 5 * 1024 * 1024  # WORKSPACE_MCP_JOURNAL_MAX_BYTES
+    skills_dir: str = ".agents/skills"  # WORKSPACE_SKILLS_DIR: relative to each root, or absolute
+    audit_log: str | None = None  # None: audit lines go to stderr
+    audit: bool = True
     # execution (all off unless asked for)
     shell_mode: str | None = None  # None, "allowlist" or "any"
     shell_allow: Sequence[str] = ()  # added to the default allowlist

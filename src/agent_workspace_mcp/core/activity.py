@@ -23,26 +23,26 @@ class Activity:
     result: str | None = None  # overrides the default "ok" / "error: ..." outcome
 
 
-_current: ContextVar[Activity | None] = ContextVar("agent_workspace_activity", default=None)
+# Every open capture: the audit trail and the journal each open one around a call.
+_current: ContextVar[tuple[Activity, ...]] = ContextVar("agent_workspace_activity", default=())
 
 
 def record(paths: Iterable[str] = (), detail: str | None = None, result: str | None = None) -> None:
-    activity = _current.get()
-    if activity is None:
-        return
-    for path in paths:
-        if path not in activity.paths:
-            activity.paths.append(path)
-    if detail is not None:
-        activity.detail = detail
-    if result is not None:
-        activity.result = result
+    paths = list(paths)
+    for activity in _current.get():
+        for path in paths:
+            if path not in activity.paths:
+                activity.paths.append(path)
+        if detail is not None:
+            activity.detail = detail
+        if result is not None:
+            activity.result = result
 
 
 @contextmanager
 def capture() -> Iterator[Activity]:
     activity = Activity()
-    token = _current.set(activity)
+    token = _current.set((*_current.get(), activity))
     try:
         yield activity
     finally:

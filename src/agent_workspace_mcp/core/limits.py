@@ -105,6 +105,15 @@ CHANGE_RECENT_ENTRIES = 10  # change_status shows the last 10 tagged journal ent
 CHANGE_DOC_MAX_BYTES = 1 * MIB  # ours: one change_doc call
 SLUG_MAX_CHARS = 60  # ours: change ids stay readable in paths and answers
 
+# --- skills (agentskills.io limits, as FastMCP 4.2 enforces them) -----------------
+SKILL_FILES_MAX = 512
+SKILL_TOTAL_MAX_BYTES = 16 * MIB
+SKILL_MD_MAX_BYTES = 256 * KIB  # ours: instructions beyond this are not "instructions"
+
+# --- audit (ours; "rotated like the journal", issue 7) ---------------------------------
+AUDIT_MAX_BYTES_DEFAULT = 5 * MIB
+AUDIT_FIELD_CHARS = 300
+
 # --- git (seed unless marked) -------------------------------------------------------
 GIT_STATUS_TIMEOUT_SECONDS = 10.0
 GIT_DIFF_TIMEOUT_SECONDS = 30.0

@@ -1,0 +1,89 @@
+"""Audit every tool call: one middleware, outermost, so it sees the final outcome."""
+
+import time
+from datetime import datetime, timezone
+
+import anyio
+from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+
+from ..core import activity
+from ..core.audit import AuditLog
+from ..services import Services
+from ..tools.base import current_subject
+
+# Argument names whose values are paths (never content) and may be logged.
+PATH_ARGUMENTS = ("path", "paths", "source", "destination", "cwd")
+META_FIELDS = ("execution_id", "workspace_id", "project_id")
+
+
+def _meta(context: MiddlewareContext) -> dict:
+    ctx = context.fastmcp_context
+    try:
+        meta = ctx.request_context.meta if ctx is not None and ctx.request_context else None
+    except (AttributeError, RuntimeError, LookupError):
+        return {}
+    if meta is None:
+        return {}
+    data = (
+        meta if isinstance(meta, dict) else meta.model_dump() if hasattr(meta, "model_dump") else {}
+    )
+    extra = getattr(meta, "model_extra", None) or {}
+    data = {**data, **extra}
+    return {k: str(data[k]) for k in META_FIELDS if data.get(k) is not None}
+
+
+def _argument_paths(arguments: dict) -> list[str]:
+    paths: list[str] = []
+    for name in PATH_ARGUMENTS:
+        value = arguments.get(name)
+        if isinstance(value, str):
+            paths.append(value)
+        elif isinstance(value, list):
+            paths.extend(v for v in value if isinstance(v, str))
+    for edit in arguments.get("edits") or []:
+        if isinstance(edit, dict) and isinstance(edit.get("path"), str):
+            paths.append(edit["path"])
+    return paths
+
+
+class AuditMiddleware(Middleware):
+    def __init__(self, services: Services, sink: AuditLog) -> None:
+        self.services = services
+        self.sink = sink
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next):
+        message = context.message
+        arguments = message.arguments or {}
+        started = time.perf_counter()
+        outcome, error = "ok", None
+        with activity.capture() as act:
+            try:
+                result = await call_next(context)
+                if getattr(result, "is_error", False):
+                    outcome = "error"
+                return result
+            except ToolError as exc:
+                outcome, error = "error", str(exc)
+                raise
+            except Exception as exc:
+                outcome, error = "error", type(exc).__name__
+                raise
+            finally:
+                workspace = arguments.get("workspace")
+                record = {
+                    "ts": datetime.now(timezone.utc)
+                    .isoformat(timespec="milliseconds")
+                    .replace("+00:00", "Z"),
+                    "subject": current_subject(),
+                    "workspace": workspace
+                    if isinstance(workspace, str)
+                    else self.services.workspaces.primary.name,
+                    "tool": message.name,
+                    "paths": act.paths or _argument_paths(arguments) or None,
+                    "outcome": outcome,
+                    "error": error,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                    **_meta(context),
+                }
+                await anyio.to_thread.run_sync(self.sink.write, record)

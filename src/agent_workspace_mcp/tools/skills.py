@@ -1,0 +1,128 @@
+"""Agent Skills for every client: the `skill` tool, `resource://skills`, and the MCP
+skills extension (via FastMCP's catalog provider, made tolerant of bad folders).
+
+Also the small context resources: `resource://cwd` and `resource://workspaces`.
+"""
+
+import logging
+import os
+from typing import Annotated
+
+import anyio
+from fastmcp import FastMCP
+from fastmcp.skills import Skill
+from fastmcp.skills.provider import SkillCatalogProvider
+from pydantic import Field, ValidationError
+
+from ..core.errors import NotFoundError
+from ..core.skills import SkillInfo
+from ..services import Services
+from .base import READ_ONLY, WorkspaceArg, add_tool
+from .workspaces import render_workspaces
+
+log = logging.getLogger("agent_workspace_mcp")
+
+
+def all_skills(services: Services, with_contents: bool = False) -> list[SkillInfo]:
+    """Skills of every workspace, primary first; a name seen twice keeps the first."""
+    seen: set[str] = set()
+    found = []
+    ordered = sorted(services.workspaces, key=lambda ws: not ws.primary)
+    for ws in ordered:
+        for skill in services.skills.discover(ws, with_contents=with_contents):
+            if skill.name not in seen:
+                seen.add(skill.name)
+                found.append(skill)
+    return found
+
+
+def catalog_text(skills: list[SkillInfo], primary: str) -> str:
+    if not skills:
+        return "(no skills installed; add .agents/skills/<name>/SKILL.md)"
+    lines = []
+    for skill in skills:
+        where = "" if skill.workspace == primary else f" (workspace {skill.workspace})"
+        lines.append(f"{skill.name} — {skill.description}{where}")
+    return "\n".join(lines)
+
+
+class TolerantSkillsProvider(SkillCatalogProvider):
+    """FastMCP's catalog provider fed from our scan: invalid folders are skipped with a
+    warning instead of stopping the server, and a new folder appears on the next request."""
+
+    def __init__(self, services: Services) -> None:
+        super().__init__()
+        self._services = services
+        self._warned: set[str] = set()
+
+    def _build(self) -> list[Skill]:
+        skills = []
+        for info in all_skills(self._services, with_contents=True):
+            try:
+                skills.append(Skill.from_files(info.contents))
+            except (ValueError, ValidationError) as exc:
+                reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+                key = f"{info.folder}:{reason}"
+                if key not in self._warned:
+                    self._warned.add(key)
+                    log.warning(
+                        "skills extension: skipping %s: %s", info.folder, reason.splitlines()[0]
+                    )
+        return skills
+
+    async def load_skills(self):
+        return await anyio.to_thread.run_sync(self._build)
+
+
+def register(app: FastMCP, services: Services) -> None:
+    primary = services.workspaces.primary
+
+    def skill(
+        name: Annotated[str, Field(min_length=1, description="Skill name from resource://skills.")],
+        workspace: WorkspaceArg = None,
+    ) -> str:
+        """Load one Agent Skill: its full instructions plus the paths of its bundled files.
+
+        Read bundled files with read_file. The catalog is the resource://skills resource.
+        """
+        if workspace is not None:
+            candidates = services.skills.discover(services.workspaces.get(workspace))
+        else:
+            candidates = all_skills(services)
+        found = next((s for s in candidates if s.name == name), None)
+        if found is None:
+            available = ", ".join(s.name for s in candidates) or "none installed"
+            raise NotFoundError(f'unknown skill "{name}". Available: {available}')
+        parts = [f"# skill: {found.name}", found.description]
+        if found.allowed_tools:
+            parts.append("allowed tools: " + " ".join(found.allowed_tools))
+        parts.append("")
+        parts.append(found.body)
+        if found.files:
+            parts.append("")
+            parts.append("Bundled files (read them with read_file):")
+            parts.extend(f"- {found.folder}/{rel}" for rel in found.files)
+        return "\n".join(parts)
+
+    add_tool(app, skill, annotations=READ_ONLY, title="Load skill")
+
+    def skills_catalog() -> str:
+        """Installed Agent Skills, one per line: name — description."""
+        return catalog_text(all_skills(services), primary.name)
+
+    def cwd() -> str:
+        """The primary workspace root (the process cwd in unconfined mode)."""
+        return primary.root if primary.confined else os.getcwd()
+
+    def workspaces() -> str:
+        """The configured workspaces, as workspace_list shows them."""
+        return render_workspaces(services)
+
+    for uri, name, fn in (
+        ("resource://skills", "skills", skills_catalog),
+        ("resource://cwd", "cwd", cwd),
+        ("resource://workspaces", "workspaces", workspaces),
+    ):
+        app.resource(uri, name=name, mime_type="text/plain")(fn)
+
+    app.add_provider(TolerantSkillsProvider(services))
