@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from .core.errors import ConfigError
-from .settings import Settings, layered_env, parse_workspace_flag, truthy
+from .settings import Settings, layered_env, parse_api_keys, parse_workspace_flag, truthy
 
 PROG = "agent-workspace-mcp"
 
@@ -69,6 +69,78 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         default=None,
         help="register only tools that change nothing",
+    )
+    http = parser.add_argument_group("Streamable HTTP")
+    http.add_argument(
+        "--http", action="store_true", default=None, help="serve Streamable HTTP at /mcp"
+    )
+    http.add_argument("--host", metavar="HOST", help="bind host (default 127.0.0.1)")
+    http.add_argument("--port", type=int, metavar="N", help="bind port (default 3333)")
+    http.add_argument("--token", metavar="T", help="one bearer token (env MCP_TOKEN)")
+    http.add_argument(
+        "--api-key",
+        metavar="SUBJECT=TOKEN",
+        action="append",
+        default=[],
+        help="a per-subject API key, also accepted as x-api-key (repeatable; env "
+        "WORKSPACE_MCP_API_KEYS=a=t1,b=t2)",
+    )
+    http.add_argument(
+        "--jwt-secret", metavar="S", help="HS256 shared secret (env WORKSPACE_MCP_JWT_SECRET)"
+    )
+    http.add_argument("--jwt-public-key", metavar="FILE", help="PEM public key (RS*/ES*/EdDSA)")
+    http.add_argument("--jwks-url", metavar="URL", help="JWKS endpoint of the token issuer")
+    http.add_argument("--jwt-issuer", metavar="ISS", help="required `iss` claim")
+    http.add_argument(
+        "--jwt-audience", metavar="AUD", help="required `aud` claim (mandatory with JWT)"
+    )
+    http.add_argument(
+        "--jwt-algorithm", metavar="ALG", help="override the algorithm the key implies"
+    )
+    http.add_argument(
+        "--auth-server",
+        metavar="URL",
+        help="authorization server to advertise (RFC 9728 metadata at "
+        "/.well-known/oauth-protected-resource)",
+    )
+    http.add_argument("--public-url", metavar="URL", help="this server's external base URL")
+    http.add_argument(
+        "--no-auth",
+        action="store_true",
+        default=None,
+        help="serve without auth (loopback only; prints a warning)",
+    )
+    http.add_argument(
+        "--allowed-host",
+        metavar="HOST",
+        action="append",
+        default=[],
+        help="accept this Host header too (repeatable)",
+    )
+    http.add_argument(
+        "--cors-origin",
+        metavar="ORIGIN",
+        action="append",
+        default=[],
+        help="allow this browser origin, with CORS headers (repeatable)",
+    )
+    http.add_argument(
+        "--stateless",
+        action="store_true",
+        default=None,
+        help="no sessions: every POST is handled on its own",
+    )
+    http.add_argument(
+        "--allow-remote-exec",
+        action="store_true",
+        default=None,
+        help="let --shell/--shell-any/--tasks apply over HTTP too",
+    )
+    http.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="N",
+        help="at most N requests per second per subject (off by default)",
     )
     ex = parser.add_argument_group("command execution (off unless asked for)")
     ex.add_argument(
@@ -162,8 +234,39 @@ def settings_from_sources(
     max_timeout = _int_env(env, "WORKSPACE_SHELL_MAX_TIMEOUT", 600)
     journal_max = _int_env(env, "WORKSPACE_MCP_JOURNAL_MAX_BYTES", 5 * 1024 * 1024)
     scrub = tuple(p.strip() for p in env.get("WORKSPACE_MCP_SCRUB_ENV", "").split(",") if p.strip())
+    api_keys = parse_api_keys(
+        list(args.api_key)
+        or [k.strip() for k in env.get("WORKSPACE_MCP_API_KEYS", "").split(",") if k.strip()]
+    )
+    http = args.http if args.http is not None else truthy(env.get("WORKSPACE_MCP_HTTP"))
+    port = args.port if args.port is not None else _int_env(env, "WORKSPACE_MCP_PORT", 3333)
+    if not 0 < port < 65536:
+        raise ConfigError(f"--port must be between 1 and 65535, got {port}")
     return Settings(
         root=root,
+        http=http,
+        host=args.host or env.get("WORKSPACE_MCP_HOST") or "127.0.0.1",
+        port=port,
+        token=args.token or env.get("MCP_TOKEN") or None,
+        api_keys=api_keys,
+        jwt_secret=args.jwt_secret or env.get("WORKSPACE_MCP_JWT_SECRET") or None,
+        jwt_public_key=args.jwt_public_key or env.get("WORKSPACE_MCP_JWT_PUBLIC_KEY") or None,
+        jwks_url=args.jwks_url or env.get("WORKSPACE_MCP_JWKS_URL") or None,
+        jwt_issuer=args.jwt_issuer or env.get("WORKSPACE_MCP_JWT_ISSUER") or None,
+        jwt_audience=args.jwt_audience or env.get("WORKSPACE_MCP_JWT_AUDIENCE") or None,
+        jwt_algorithm=args.jwt_algorithm or None,
+        auth_server=args.auth_server or env.get("WORKSPACE_MCP_AUTH_SERVER") or None,
+        public_url=args.public_url or env.get("WORKSPACE_MCP_PUBLIC_URL") or None,
+        no_auth=bool(args.no_auth) or truthy(env.get("WORKSPACE_MCP_NO_AUTH")),
+        allowed_hosts=tuple(args.allowed_host),
+        cors_origins=tuple(args.cors_origin)
+        or tuple(
+            o.strip() for o in env.get("WORKSPACE_MCP_CORS_ORIGINS", "").split(",") if o.strip()
+        ),
+        stateless=bool(args.stateless) or truthy(env.get("WORKSPACE_MCP_STATELESS")),
+        allow_remote_exec=bool(args.allow_remote_exec)
+        or truthy(env.get("WORKSPACE_MCP_ALLOW_REMOTE_EXEC")),
+        rate_limit=args.rate_limit,
         workspaces=tuple(workspaces),
         unconfined=unconfined,
         cwd=env.get("WORKSPACE_CWD") or None,
@@ -240,12 +343,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             "user (bash included). This is not a sandbox.",
             file=sys.stderr,
         )
+    if settings.http and settings.no_auth:
+        print(
+            f"{PROG}: WARNING: --no-auth: anyone who can reach {settings.host}:{settings.port} "
+            "can read and write the workspace.",
+            file=sys.stderr,
+        )
     if settings.unconfined:
         print(
             f"{PROG}: WARNING: --unconfined: every path on this machine that this user can reach "
             "is readable and writable by the connected agent. There is no workspace boundary.",
             file=sys.stderr,
         )
+    if settings.http:
+        from .transports.http import run_http
+
+        return run_http(app, services)
     from .transports.stdio import run_stdio
 
     return run_stdio(app, services)

@@ -12,12 +12,14 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from fastmcp import FastMCP
 
 from . import prompts
 from .core.audit import AuditLog
 from .core.commands import check_bwrap
+from .core.errors import ConfigError
 from .core.jobs import JobRegistry, default_job_dir
 from .core.memory import Memory
 from .core.search.engine import SearchEngine
@@ -28,10 +30,13 @@ from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.audit import AuditMiddleware
 from .middleware.errors import ErrorShapingMiddleware
 from .middleware.journal import JournalMiddleware
+from .middleware.sessions import SubpathMiddleware
 from .services import Services
 from .settings import Settings
 from .tools import changes, editing, files, git, memory, search, shell, skills, workspaces
-from .tools.base import READ_TAG
+from .tools.base import READ_TAG, current_subject
+
+log = logging.getLogger("agent_workspace_mcp")
 
 SERVER_NAME = "agent-workspace-mcp"
 TOOL_MODULES = (files, editing, search, shell, git, memory, changes, skills, workspaces)
@@ -65,9 +70,62 @@ def _configure_logging(level: str) -> None:
     logger.setLevel(level)
 
 
+def _auth(settings: Settings):
+    """The token verifier for HTTP, or None (stdio, or an explicit --no-auth)."""
+    if not settings.http or settings.no_auth:
+        return None
+    from .transports.auth import AnyOf, JwtVerifier, KeyVerifier
+
+    verifiers = []
+    keys = list(settings.api_keys)
+    if settings.token:
+        keys.insert(0, ("token", settings.token))
+    if keys:
+        verifiers.append(KeyVerifier(keys))
+    if settings.jwt_secret or settings.jwt_public_key or settings.jwks_url:
+        verifiers.append(
+            JwtVerifier(
+                audience=settings.jwt_audience or "",
+                issuer=settings.jwt_issuer,
+                secret=settings.jwt_secret,
+                public_key=settings.jwt_public_key,
+                jwks_url=settings.jwks_url,
+                algorithm=settings.jwt_algorithm,
+            )
+        )
+    if not verifiers:
+        raise ConfigError(
+            "HTTP needs auth: give --token, --api-key or JWT options (or --no-auth, loopback only)"
+        )
+    verifier = verifiers[0] if len(verifiers) == 1 else AnyOf(verifiers)
+    if settings.auth_server:
+        from fastmcp.server.auth import RemoteAuthProvider
+
+        base = settings.public_url or f"http://{settings.host}:{settings.port}"
+        return RemoteAuthProvider(
+            token_verifier=verifier,
+            authorization_servers=[settings.auth_server],
+            base_url=base,
+            resource_name=SERVER_NAME,
+        )
+    return verifier
+
+
+def _exec_allowed(settings: Settings) -> Settings:
+    """Over HTTP, execution stays off unless --allow-remote-exec (coding-agent document)."""
+    wants = settings.shell_mode is not None or settings.tasks or settings.unconfined
+    if not settings.http or settings.allow_remote_exec or not wants:
+        return settings
+    if settings.shell_mode is not None or settings.tasks:
+        log.warning("command execution is off over HTTP; pass --allow-remote-exec to enable it")
+    return replace(settings, shell_mode=None, tasks=False)
+
+
 def build(settings: Settings) -> tuple[FastMCP, Services]:
     """The app and the services behind it (for callers that manage shutdown themselves)."""
     _configure_logging(settings.log_level)
+    settings = _exec_allowed(settings)
+    auth = _auth(settings)
     if settings.unconfined:
         registry = WorkspaceRegistry.unconfined(os.getcwd())
     else:
@@ -94,15 +152,34 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:
         yield {"services": services}
 
+    if settings.http:
+        from .transports.http import check_exposure
+
+        check_exposure(services, auth is not None)
+    middleware = [
+        *([AuditMiddleware(services, audit)] if settings.audit else []),
+        SubpathMiddleware(services),
+    ]
+    if settings.rate_limit:
+        from fastmcp.server.middleware.rate_limiting import RateLimitingMiddleware
+
+        middleware.append(
+            RateLimitingMiddleware(
+                max_requests_per_second=settings.rate_limit,
+                burst_capacity=max(1, int(settings.rate_limit * 2)),
+                get_client_id=lambda _ctx: current_subject() or "anonymous",
+            )
+        )
     app = FastMCP(
         SERVER_NAME,
+        auth=auth,
         instructions=INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
         # Outermost first: the audit sees the final outcome; errors are shaped after the
         # journal saw the real failure.
         middleware=[
-            *([AuditMiddleware(services, audit)] if settings.audit else []),
+            *middleware,
             ErrorShapingMiddleware(),
             JournalMiddleware(services),
             ArgumentRepairMiddleware(),
@@ -111,9 +188,19 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     for module in TOOL_MODULES:
         module.register(app, services)
     prompts.register(app, services)
+    if settings.http:
+        _health_route(app)
     if settings.read_only:
         app.enable(tags={READ_TAG}, only=True)
     return app, services
+
+
+def _health_route(app: FastMCP) -> None:
+    from starlette.responses import JSONResponse
+
+    @app.custom_route("/health", methods=["GET"])
+    async def health(_request) -> JSONResponse:  # never behind auth; reveals nothing
+        return JSONResponse({"status": "ok", "server": SERVER_NAME, "version": _version()})
 
 
 def create_server(settings: Settings | None = None) -> FastMCP:

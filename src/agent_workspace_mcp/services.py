@@ -35,6 +35,8 @@ class Services:
     memory: Memory = field(default_factory=lambda: Memory(JOURNAL_MAX_BYTES_DEFAULT))
     changes: Changes = field(default_factory=Changes)
     skills: SkillStore = field(default_factory=SkillStore)
+    # HTTP sessions: id -> who opened it and its workspace subpath (transports.http)
+    sessions: dict = field(default_factory=dict)
 
     def child_env(self) -> dict[str, str]:
         """The environment every command gets: ours, minus secrets, plus NO_COLOR."""

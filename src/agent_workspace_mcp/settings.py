@@ -54,10 +54,23 @@ class Settings:
         values = [self.token, self.jwt_secret, *(key for _, key in self.api_keys)]
         return tuple(v for v in values if v)
 
-    # transport (used by the CLI; create_server ignores them)
+    # HTTP transport (create_server uses them for auth, /health and exec gating)
     http: bool = False
     host: str = "127.0.0.1"
     port: int = 3333
+    no_auth: bool = False
+    jwt_public_key: str | None = None
+    jwks_url: str | None = None
+    jwt_issuer: str | None = None
+    jwt_audience: str | None = None
+    jwt_algorithm: str | None = None
+    auth_server: str | None = None  # RFC 9728 metadata points clients here
+    public_url: str | None = None  # this server's external base URL (for the metadata)
+    allowed_hosts: Sequence[str] = ()
+    cors_origins: Sequence[str] = ()
+    stateless: bool = False
+    allow_remote_exec: bool = False
+    rate_limit: float | None = None  # requests per second per subject
     extra: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -93,3 +106,16 @@ def layered_env(
     env = read_dotenv(dotenv_path)
     env.update(os.environ if environ is None else environ)
     return env
+
+
+def parse_api_keys(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """`SUBJECT=TOKEN` pairs; a malformed one aborts start-up."""
+    pairs = []
+    for value in values:
+        if "=" not in value:
+            raise ConfigError("--api-key expects SUBJECT=TOKEN")
+        subject, token = value.split("=", 1)
+        if not subject or not token:
+            raise ConfigError("--api-key expects a non-empty SUBJECT and TOKEN")
+        pairs.append((subject.strip(), token.strip()))
+    return tuple(pairs)

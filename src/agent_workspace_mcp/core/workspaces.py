@@ -10,10 +10,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from .errors import ConfigError, UnknownWorkspaceError
 from .limits import STATE_DIR_NAME
+
+# Set per request by the HTTP layer when the session was opened with x-workspace-subpath:
+# the root-relative directory that session is confined to.
+SESSION_SUBPATH: ContextVar[str | None] = ContextVar("session_subpath", default=None)
 
 WORKSPACE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")  # seed: --workspace name rule
 DEFAULT_NAME = "default"
@@ -101,6 +106,9 @@ class WorkspaceRegistry:
         return cls([Workspace(DEFAULT_NAME, "/", base, primary=True, confined=False)])
 
     def get(self, name: str | None = None) -> Workspace:
+        subpath = SESSION_SUBPATH.get()
+        if subpath is not None:
+            return self._confined_to(subpath, name)
         if name is None or name == "":
             return self.primary
         try:
@@ -110,6 +118,18 @@ class WorkspaceRegistry:
             raise UnknownWorkspaceError(
                 f'unknown workspace "{name}". Available: {available}'
             ) from None
+
+    def _confined_to(self, subpath: str, name: str | None) -> Workspace:
+        """The primary workspace re-rooted at `subpath` (already validated as contained)."""
+        if name not in (None, "", self.primary.name):
+            raise UnknownWorkspaceError(
+                f'unknown workspace "{name}": this session is confined to {subpath} of '
+                f'"{self.primary.name}"'
+            )
+        if subpath in (".", ""):
+            return self.primary
+        root = os.path.join(self.primary.root, subpath)
+        return Workspace(self.primary.name, root, root, primary=True, confined=True)
 
     def __iter__(self):
         return iter(self._by_name.values())

@@ -1,0 +1,41 @@
+"""Apply a session's `x-workspace-subpath` confinement to every call in that session.
+
+The HTTP layer (`transports.http.SessionGuard`) validates the header when a session
+opens and records it; this middleware looks the session up for each MCP request and
+sets the context variable the workspace registry honours. A sessionless request (the
+2026-07-28 protocol, or `--stateless`) is its own session: its header applies to it.
+"""
+
+from fastmcp.server.dependencies import get_http_request
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+
+from ..core.workspaces import SESSION_SUBPATH
+from ..services import Services
+
+
+class SubpathMiddleware(Middleware):
+    def __init__(self, services: Services) -> None:
+        self.services = services
+
+    def _subpath(self) -> str | None:
+        try:
+            request = get_http_request()
+        except RuntimeError:
+            return None  # stdio / in-memory: no HTTP request, no subpath
+        session_id = request.headers.get("mcp-session-id")
+        if session_id:
+            info = self.services.sessions.get(session_id)
+            return info.subpath if info is not None else None
+        raw = request.headers.get("x-workspace-subpath")
+        if raw is None:
+            return None
+        from ..transports.http import resolve_subpath
+
+        return resolve_subpath(self.services, raw)
+
+    async def on_request(self, context: MiddlewareContext, call_next):
+        token = SESSION_SUBPATH.set(self._subpath())
+        try:
+            return await call_next(context)
+        finally:
+            SESSION_SUBPATH.reset(token)

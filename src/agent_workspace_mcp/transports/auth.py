@@ -1,0 +1,173 @@
+"""Bearer-token verification for the HTTP transport, on FastMCP's TokenVerifier interface.
+
+- One static token (`--token` / `MCP_TOKEN`) and per-subject API keys
+  (`--api-key SUBJECT=TOKEN`): compared with `hmac.compare_digest` against every
+  configured key (no early exit), so timing does not reveal which prefix matched.
+- JWT with PyJWT: exactly one algorithm is accepted, the one the operator's key implies
+  (HS256 for `--jwt-secret`; RS256/ES256/... for a public key or JWKS). The header's
+  `alg` must equal it before anything else happens, which rules out `none` and the
+  HS/RS confusion (a token "signed" with the public key as an HMAC secret). `exp` and
+  `sub` are required, `nbf`/`iat` honoured, with a small leeway; the audience is
+  mandatory (the MCP specification forbids accepting tokens minted for another server).
+
+Tokens never reach a log line; a verifier that rejects returns None and FastMCP answers
+401 with `WWW-Authenticate: Bearer`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+import anyio
+import jwt
+from fastmcp.server.auth import AccessToken, TokenVerifier
+
+from ..core.errors import ConfigError
+
+log = logging.getLogger("agent_workspace_mcp")
+
+JWT_LEEWAY_SECONDS = 30
+ASYMMETRIC = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+)
+
+
+class KeyVerifier(TokenVerifier):
+    """Static bearer tokens, each belonging to a subject."""
+
+    def __init__(self, keys: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self._keys = [(subject, token.encode()) for subject, token in keys]
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        presented = token.encode()
+        match = None
+        for subject, secret in self._keys:  # no early exit: constant work per request
+            if hmac.compare_digest(presented, secret) and match is None:
+                match = subject
+        if match is None:
+            return None
+        return AccessToken(
+            token=token, client_id=match, scopes=[], subject=match, claims={"sub": match}
+        )
+
+
+class JwtVerifier(TokenVerifier):
+    def __init__(
+        self,
+        *,
+        audience: str,
+        issuer: str | None = None,
+        secret: str | None = None,
+        public_key: str | None = None,
+        jwks_url: str | None = None,
+        algorithm: str | None = None,
+    ) -> None:
+        super().__init__()
+        if sum(x is not None for x in (secret, public_key, jwks_url)) != 1:
+            raise ConfigError("give exactly one of --jwt-secret, --jwt-public-key, --jwks-url")
+        if not audience:
+            raise ConfigError(
+                "JWT auth needs --jwt-audience (tokens must be issued for this server)"
+            )
+        self.audience = audience
+        self.issuer = issuer
+        self._jwks = None
+        if secret is not None:
+            if len(secret) < 32:
+                raise ConfigError("--jwt-secret must be at least 32 characters")
+            self.algorithm = algorithm or "HS256"
+            if not self.algorithm.startswith("HS"):
+                raise ConfigError("--jwt-secret implies an HS* algorithm")
+            self._key: object = secret
+        elif public_key is not None:
+            self._key, implied = _load_public_key(public_key)
+            self.algorithm = algorithm or implied
+        else:
+            self._key = None
+            self._jwks = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=10)
+            self.algorithm = algorithm or "RS256"
+        if self.algorithm not in ASYMMETRIC and secret is None:
+            raise ConfigError(
+                f"JWT algorithm {self.algorithm} needs a public key algorithm "
+                f"({', '.join(ASYMMETRIC)})"
+            )
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            header = jwt.get_unverified_header(token)
+            if header.get("alg") != self.algorithm:
+                return None
+            key = self._key
+            if self._jwks is not None:
+                key = (
+                    await anyio.to_thread.run_sync(self._jwks.get_signing_key_from_jwt, token)
+                ).key
+            required = ["exp", "sub", "aud"] + (["iss"] if self.issuer else [])
+            claims = jwt.decode(
+                token,
+                key,  # type: ignore[arg-type]
+                algorithms=[self.algorithm],
+                audience=self.audience,
+                issuer=self.issuer,
+                leeway=JWT_LEEWAY_SECONDS,
+                options={"require": required},
+            )
+        except (jwt.PyJWTError, ValueError, TypeError) as exc:
+            log.info("JWT rejected: %s", type(exc).__name__)
+            return None
+        subject = str(claims["sub"])
+        scopes = claims.get("scope", "")
+        return AccessToken(
+            token=token,
+            client_id=subject,
+            scopes=scopes.split() if isinstance(scopes, str) else list(scopes or []),
+            expires_at=int(claims["exp"]),
+            subject=subject,
+            claims=claims,
+        )
+
+
+def _load_public_key(path: str) -> tuple[object, str]:
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    try:
+        with open(path, "rb") as handle:
+            key = load_pem_public_key(handle.read())
+    except OSError as exc:
+        raise ConfigError(f"--jwt-public-key {path} cannot be read ({exc.strerror})") from None
+    except ValueError:
+        raise ConfigError(f"--jwt-public-key {path} is not a PEM public key") from None
+    if isinstance(key, rsa.RSAPublicKey):
+        return key, "RS256"
+    if isinstance(key, ec.EllipticCurvePublicKey):
+        return key, {256: "ES256", 384: "ES384", 521: "ES512"}.get(key.curve.key_size, "ES256")
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return key, "EdDSA"
+    raise ConfigError(f"--jwt-public-key {path}: unsupported key type")
+
+
+class AnyOf(TokenVerifier):
+    """The first verifier that accepts the token wins."""
+
+    def __init__(self, verifiers: list[TokenVerifier]) -> None:
+        super().__init__()
+        self._verifiers = verifiers
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        for verifier in self._verifiers:
+            found = await verifier.verify_token(token)
+            if found is not None:
+                return found
+        return None

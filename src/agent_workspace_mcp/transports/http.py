@@ -1,0 +1,264 @@
+"""Streamable HTTP at `/mcp`, safe to expose: Origin/Host checks, auth, sessions bound to
+subjects, an optional per-session workspace subpath, `/health`, served by uvicorn.
+
+Layers, outermost first, each a small ASGI callable with one job:
+
+1. `OriginHostGuard`: DNS-rebinding protection (MCP spec). A request whose `Origin` is
+   not allowed, or whose `Host` is not the bound host (or an `--allowed-host`), gets 403
+   before anything else runs. FastMCP 4.2 leaves its own guard off by default and
+   answers a bad Host with 421; ours says 403 for both.
+2. CORS, only for explicit `--cors-origin`s (no permissive CORS otherwise).
+3. `ApiKeyHeader`: `x-api-key: T` is accepted as `Authorization: Bearer T`.
+4. FastMCP's bearer auth (401 + `WWW-Authenticate: Bearer`), then `SessionGuard`:
+   a session id belongs to the subject that opened it (another subject gets 404, as if
+   it did not exist); `x-workspace-subpath` is fixed when the session opens.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import stat
+import sys
+from collections.abc import Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from fastmcp import FastMCP
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+
+from ..core.containment import locate
+from ..core.errors import ConfigError, WorkspaceError
+from ..services import Services
+
+log = logging.getLogger("agent_workspace_mcp")
+MCP_PATH = "/mcp"
+SUBPATH_HEADER = "x-workspace-subpath"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def is_wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "[::]", "")
+
+
+def allowed_hosts(host: str, port: int, extra: Iterable[str]) -> set[str] | None:
+    """Host header values we answer; None means any (wildcard bind without --allowed-host)."""
+    extra = [h.lower() for h in extra]
+    if is_wildcard(host) and not extra:
+        return None
+    names = {host.lower()}
+    if is_loopback(host):
+        names |= {"127.0.0.1", "localhost", "[::1]"}
+    hosts = set()
+    for name in names | set(extra):
+        hosts.add(name)
+        if ":" not in name.replace("[::1]", ""):
+            hosts.add(f"{name}:{port}")
+    return hosts
+
+
+def allowed_origins(host: str, port: int, cors: Iterable[str]) -> set[str]:
+    origins = {o.rstrip("/").lower() for o in cors}
+    if is_loopback(host):
+        for name in ("127.0.0.1", "localhost", "[::1]"):
+            origins |= {f"http://{name}:{port}", f"https://{name}:{port}"}
+    elif not is_wildcard(host):
+        origins |= {f"http://{host}:{port}", f"https://{host}:{port}"}
+    return origins
+
+
+async def _plain(send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _headers(scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+class OriginHostGuard:
+    def __init__(self, app, hosts: set[str] | None, origins: set[str]) -> None:
+        self.app, self.hosts, self.origins = app, hosts, origins
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            headers = _headers(scope)
+            host = headers.get("host", "").lower()
+            if self.hosts is not None and host not in self.hosts:
+                await _plain(send, 403, "host not allowed")
+                return
+            origin = headers.get("origin")
+            if origin is not None and origin.rstrip("/").lower() not in self.origins:
+                await _plain(send, 403, "origin not allowed")
+                return
+        await self.app(scope, receive, send)
+
+
+class ApiKeyHeader:
+    """`x-api-key: T` counts as `Authorization: Bearer T` (when no Authorization is sent)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            raw = scope.get("headers", [])
+            names = {k.lower() for k, _ in raw}
+            if b"x-api-key" in names and b"authorization" not in names:
+                key = next(v for k, v in raw if k.lower() == b"x-api-key")
+                scope = {**scope, "headers": [*raw, (b"authorization", b"Bearer " + key)]}
+        await self.app(scope, receive, send)
+
+
+@dataclass
+class SessionInfo:
+    subject: str | None
+    subpath: str | None  # resolved, root-relative; None: the whole workspace
+
+
+def subject_of(scope) -> str | None:
+    user = scope.get("user")
+    token = getattr(user, "access_token", None)
+    if token is None:
+        return None
+    return getattr(token, "subject", None) or getattr(token, "client_id", None)
+
+
+def resolve_subpath(services: Services, raw: str) -> str:
+    """A contained, existing directory below the primary root, as a root-relative path."""
+    ws = services.workspaces.primary
+    with locate(ws, raw) as loc:
+        st = loc.lstat()
+        if st is None or not stat.S_ISDIR(st.st_mode):
+            raise WorkspaceError(f"{SUBPATH_HEADER} must name an existing directory: {raw}")
+        return loc.real_rel
+
+
+class SessionGuard:
+    def __init__(self, app, services: Services) -> None:
+        self.app, self.services = app, services
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or not scope["path"].rstrip("/").endswith(MCP_PATH):
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        sessions = self.services.sessions
+        subject = subject_of(scope)
+        session_id = headers.get("mcp-session-id")
+        raw_subpath = headers.get(SUBPATH_HEADER)
+        if session_id:
+            info = sessions.get(session_id)
+            if info is not None:
+                if info.subject != subject:
+                    await _plain(send, 404, "session not found")
+                    return
+                if raw_subpath is not None:
+                    try:
+                        wanted = resolve_subpath(self.services, raw_subpath)
+                    except WorkspaceError:
+                        wanted = None
+                    if wanted != info.subpath:
+                        await _plain(send, 400, f"{SUBPATH_HEADER} is fixed when the session opens")
+                        return
+                if scope["method"] == "DELETE":
+                    sessions.pop(session_id, None)
+            await self.app(scope, receive, send)
+            return
+        subpath = None
+        if raw_subpath is not None:
+            try:
+                subpath = resolve_subpath(self.services, raw_subpath)
+            except WorkspaceError as exc:
+                await _plain(send, 400, str(exc))
+                return
+
+        async def remember_session(message) -> None:
+            if message["type"] == "http.response.start":
+                for key, value in message.get("headers", []):
+                    if key.lower() == b"mcp-session-id":
+                        sessions[value.decode("latin-1")] = SessionInfo(subject, subpath)
+            await send(message)
+
+        await self.app(scope, receive, remember_session)
+
+
+def build_http_app(app: FastMCP, services: Services):
+    """The ASGI application for `--http`, with cleanup on shutdown."""
+    settings = services.settings
+    inner = app.http_app(
+        path=MCP_PATH,
+        stateless_http=settings.stateless,
+        json_response=False,  # progress/log notifications need SSE responses
+        middleware=[Middleware(SessionGuard, services=services)],
+    )
+    wrapped_lifespan = inner.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(asgi_app):
+        try:
+            async with wrapped_lifespan(asgi_app):
+                yield
+        finally:
+            services.shutdown.run()
+            print("agent-workspace-mcp: stopped, cleanup done", file=sys.stderr, flush=True)
+
+    inner.router.lifespan_context = lifespan
+    asgi = ApiKeyHeader(inner)
+    if settings.cors_origins:
+        asgi = CORSMiddleware(
+            asgi,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=[
+                "authorization", "content-type", "mcp-session-id", "mcp-protocol-version",
+                "last-event-id", "x-api-key", SUBPATH_HEADER,
+            ],
+            expose_headers=["mcp-session-id", "www-authenticate"],
+        )  # fmt: skip
+    hosts = allowed_hosts(settings.host, settings.port, settings.allowed_hosts)
+    origins = allowed_origins(settings.host, settings.port, settings.cors_origins)
+    return OriginHostGuard(asgi, hosts, origins)
+
+
+def check_exposure(services: Services, has_auth: bool) -> None:
+    settings = services.settings
+    if not has_auth and not is_loopback(settings.host):
+        raise ConfigError(
+            f"refusing to serve {settings.host} without auth; use --token, --api-key or JWT "
+            "(or bind 127.0.0.1)"
+        )
+    if settings.unconfined and not has_auth:
+        raise ConfigError("refusing --unconfined over HTTP without auth")
+
+
+def run_http(app: FastMCP, services: Services) -> int:
+    import uvicorn
+
+    settings = services.settings
+    asgi = build_http_app(app, services)
+    url = f"http://{settings.host}:{settings.port}{MCP_PATH}"
+    print(f"agent-workspace-mcp: serving {url}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(
+        asgi,
+        host=settings.host,
+        port=settings.port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=3,
+        access_log=False,
+    )
+    uvicorn.Server(config).run()
+    return 0

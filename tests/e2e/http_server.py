@@ -1,0 +1,87 @@
+"""Start the real CLI with --http on a free 127.0.0.1 port, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx2
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class RunningServer:
+    proc: subprocess.Popen
+    port: int
+    stderr_path: Path
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.base}/mcp"
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def start(
+    root: Path, *args: str, env: dict | None = None, log_dir: Path | None = None
+) -> RunningServer:
+    port = free_port()
+    log_dir = log_dir or root.parent
+    stderr_path = log_dir / f"server-{port}.stderr"
+    handle = stderr_path.open("w")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "agent_workspace_mcp",
+            "--root",
+            str(root),
+            "--http",
+            "--port",
+            str(port),
+            *args,
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=handle,
+        env={**os.environ, **(env or {})},
+    )
+    server = RunningServer(proc, port, stderr_path)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited: {server.stderr()}")
+        try:
+            if httpx2.get(f"{server.base}/health", timeout=1).status_code == 200:
+                return server
+        except httpx2.HTTPError:
+            pass
+        time.sleep(0.1)
+    server.stop()
+    raise RuntimeError(f"server did not come up: {server.stderr()}")

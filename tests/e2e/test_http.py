@@ -1,0 +1,415 @@
+"""The real CLI over Streamable HTTP on 127.0.0.1: auth, Origin/Host, sessions, subpaths."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+
+from tests.e2e.http_server import RunningServer, start
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def client(
+    server: RunningServer, token: str | None, mode: str = "auto", headers: dict | None = None
+) -> Client:
+    return Client(StreamableHttpTransport(server.url, headers=headers), auth=token, mode=mode)
+
+
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory) -> RunningServer:
+    root = tmp_path_factory.mktemp("http") / "ws"
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "top.txt").write_text("top level\n")
+    (root / "sub" / "inner.txt").write_text("inside sub\n")
+    audit = root.parent / "audit.jsonl"
+    server = start(
+        root,
+        "--api-key", "alice=tok-alice-0123456789",
+        "--api-key", "bob=tok-bob-0123456789",
+        "--token", "tok-static-0123456789",
+        "--cors-origin", "https://app.example",
+        "--shell", "--shell-allow", "sleep", "--allow-remote-exec",
+        "--audit-log", str(audit),
+    )  # fmt: skip
+    server.root = root  # type: ignore[attr-defined]
+    server.audit = audit  # type: ignore[attr-defined]
+    yield server
+    server.stop()
+
+
+def test_health_needs_no_auth_and_reveals_nothing(keyed: RunningServer) -> None:
+    answer = httpx2.get(f"{keyed.base}/health")
+    assert answer.status_code == 200
+    body = answer.json()
+    assert body["status"] == "ok" and set(body) == {"status", "server", "version"}
+    assert str(keyed.root) not in answer.text  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("headers", "params"),
+    [
+        ({}, {}),
+        ({"authorization": "Bearer wrong"}, {}),
+        ({"authorization": "Basic dG9rLWFsaWNlLTAxMjM0NTY3ODk="}, {}),
+        ({}, {"access_token": "tok-alice-0123456789"}),
+        ({}, {"token": "tok-alice-0123456789"}),
+    ],
+)
+def test_missing_bad_or_query_string_tokens_get_401(
+    keyed: RunningServer, headers: dict, params: dict
+) -> None:
+    answer = httpx2.post(keyed.url, json=INIT, headers={**MCP_HEADERS, **headers}, params=params)
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_api_keys_static_token_and_x_api_key_identify_subjects(keyed: RunningServer) -> None:
+    async with client(keyed, "tok-alice-0123456789") as c:
+        assert (
+            (await c.call_tool("read_file", {"path": "top.txt"}))
+            .content[0]
+            .text.startswith("1: top level")
+        )
+    async with client(keyed, "tok-static-0123456789") as c:
+        await c.call_tool("workspace_list", {})
+    async with client(keyed, None, headers={"x-api-key": "tok-bob-0123456789"}) as c:
+        await c.call_tool("workspace_list", {})
+    subjects = [json.loads(line).get("subject") for line in keyed.audit.read_text().splitlines()]  # type: ignore[attr-defined]
+    assert {"alice", "token", "bob"} <= set(subjects)
+    assert "tok-" not in keyed.audit.read_text()  # type: ignore[attr-defined]
+    assert "tok-alice" not in keyed.stderr()
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_both_protocol_revisions_work(keyed: RunningServer, mode: str) -> None:
+    async with client(keyed, "tok-alice-0123456789", mode=mode) as c:
+        tools = {t.name for t in await c.list_tools()}
+        assert {"read_file", "run_command"} <= tools
+        result = await c.call_tool("grep", {"pattern": "inside"})
+        assert result.content[0].text.startswith("sub/inner.txt:1: inside sub")
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"origin": "https://evil.example"}, 403),
+        ({"origin": "http://127.0.0.1.evil.example"}, 403),
+        ({"host": "evil.example"}, 403),
+        ({"host": "127.0.0.1.evil.example:80"}, 403),
+    ],
+)
+def test_origin_and_host_checks(keyed: RunningServer, headers: dict, status: int) -> None:
+    auth = {"authorization": "Bearer tok-alice-0123456789"}
+    answer = httpx2.post(keyed.url, json=INIT, headers={**MCP_HEADERS, **auth, **headers})
+    assert answer.status_code == status
+
+
+def test_allowed_origins_and_cors(keyed: RunningServer) -> None:
+    auth = {"authorization": "Bearer tok-alice-0123456789"}
+    same = httpx2.post(keyed.url, json=INIT, headers={**MCP_HEADERS, **auth, "origin": keyed.base})
+    assert same.status_code == 200
+    listed = httpx2.post(
+        keyed.url, json=INIT, headers={**MCP_HEADERS, **auth, "origin": "https://app.example"}
+    )
+    assert (
+        listed.status_code == 200
+        and listed.headers["access-control-allow-origin"] == "https://app.example"
+    )
+    preflight = httpx2.options(keyed.url, headers={
+        "origin": "https://app.example", "access-control-request-method": "POST",
+        "access-control-request-headers": "authorization,content-type,mcp-session-id",
+    })  # fmt: skip
+    assert preflight.status_code == 200
+    assert "POST" in preflight.headers["access-control-allow-methods"]
+    denied = httpx2.options(
+        keyed.url,
+        headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+    )
+    assert denied.status_code == 403 and "access-control-allow-origin" not in denied.headers
+
+
+def open_session(server: RunningServer, token: str, **headers: str) -> httpx2.Response:
+    return httpx2.post(
+        server.url,
+        json=INIT,
+        headers={**MCP_HEADERS, "authorization": f"Bearer {token}", **headers},
+    )
+
+
+def test_sessions_are_bound_to_their_subject_and_can_be_ended(keyed: RunningServer) -> None:
+    opened = open_session(keyed, "tok-alice-0123456789")
+    session = opened.headers["mcp-session-id"]
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    as_alice = {**MCP_HEADERS, "authorization": "Bearer tok-alice-0123456789", "mcp-session-id": session,
+                "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    httpx2.post(
+        keyed.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=as_alice
+    )
+    assert httpx2.post(keyed.url, json=ping, headers=as_alice).status_code == 200
+    as_bob = {**as_alice, "authorization": "Bearer tok-bob-0123456789"}
+    hijack = httpx2.post(keyed.url, json=ping, headers=as_bob)
+    assert hijack.status_code == 404
+    assert httpx2.delete(keyed.url, headers=as_bob).status_code == 404
+    assert httpx2.delete(keyed.url, headers=as_alice).status_code in (200, 204)
+    assert httpx2.post(keyed.url, json=ping, headers=as_alice).status_code == 404
+
+
+async def test_subpath_confines_the_session(keyed: RunningServer) -> None:
+    token = "tok-alice-0123456789"
+    async with client(keyed, token, mode="legacy", headers={"x-workspace-subpath": "sub"}) as c:
+        listing = (await c.call_tool("list_files", {})).content[0].text
+        assert (
+            listing == "inner.txt"
+        )  # paths are relative to the subpath; empty dirs are not listed
+        assert (
+            (await c.call_tool("read_file", {"path": "inner.txt"}))
+            .content[0]
+            .text.startswith("1: inside sub")
+        )
+        escape = await c.call_tool("read_file", {"path": "../top.txt"}, raise_on_error=False)
+        assert (
+            escape.is_error and escape.content[0].text == "path outside workspace root: ../top.txt"
+        )
+    for bad in ("../..", "missing", "top.txt"):
+        answer = open_session(keyed, token, **{"x-workspace-subpath": bad})
+        assert answer.status_code == 400, bad
+    opened = open_session(keyed, token, **{"x-workspace-subpath": "sub"})
+    session = opened.headers["mcp-session-id"]
+    changed = httpx2.post(keyed.url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}, headers={
+        **MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25", "x-workspace-subpath": "sub/deeper",
+    })  # fmt: skip
+    assert changed.status_code == 400 and "fixed when the session opens" in changed.text
+
+
+async def test_sessionless_requests_apply_the_subpath_per_request(keyed: RunningServer) -> None:
+    async with client(keyed, "tok-alice-0123456789", headers={"x-workspace-subpath": "sub"}) as c:
+        text = (await c.call_tool("read_file", {"path": "inner.txt"})).content[0].text
+        assert text.startswith("1: inside sub")
+
+
+async def test_jobs_belong_to_the_subject_that_started_them(keyed: RunningServer) -> None:
+    async with client(keyed, "tok-alice-0123456789") as alice:
+        started = (await alice.call_tool("start_job", {"command": ["sleep", "30"]})).content[0].text
+        job_id = started.split()[2]
+        assert "running" in (await alice.call_tool("job_status", {"jobId": job_id})).content[0].text
+    async with client(keyed, "tok-bob-0123456789") as bob:
+        stolen = await bob.call_tool("job_status", {"jobId": job_id}, raise_on_error=False)
+        assert stolen.is_error and stolen.content[0].text.startswith(f"unknown job: {job_id}")
+        killed = await bob.call_tool("job_kill", {"jobId": job_id}, raise_on_error=False)
+        assert killed.is_error
+        assert (await bob.call_tool("job_status", {})).content[0].text == "no jobs yet"
+    async with client(keyed, "tok-alice-0123456789") as alice:
+        assert "killed" in (await alice.call_tool("job_kill", {"jobId": job_id})).content[0].text
+
+
+# --- JWT --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rsa_keys(tmp_path_factory):
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    path = tmp_path_factory.mktemp("keys") / "public.pem"
+    path.write_bytes(pem)
+    return key, pem, path
+
+
+@pytest.fixture(scope="module")
+def jwt_server(tmp_path_factory, rsa_keys) -> RunningServer:
+    _, _, public = rsa_keys
+    root = tmp_path_factory.mktemp("jwt") / "ws"
+    root.mkdir()
+    server = start(root, "--jwt-public-key", str(public), "--jwt-issuer", "https://issuer.example",
+                   "--jwt-audience", "agent-workspace")  # fmt: skip
+    yield server
+    server.stop()
+
+
+def make_token(key, **overrides) -> str:
+    now = int(time.time())
+    claims = {
+        "sub": "carol",
+        "iss": "https://issuer.example",
+        "aud": "agent-workspace",
+        "iat": now,
+        "exp": now + 300,
+    }
+    claims.update(overrides)
+    return jwt.encode({k: v for k, v in claims.items() if v is not None}, key, algorithm="RS256")
+
+
+async def test_jwt_valid_token(jwt_server: RunningServer, rsa_keys) -> None:
+    key, _, _ = rsa_keys
+    async with client(jwt_server, make_token(key)) as c:
+        assert (await c.call_tool("workspace_list", {})).content[0].text.startswith("default")
+
+
+def forged_tokens(key, pem: bytes) -> dict[str, str]:
+    now = int(time.time())
+    claims = {
+        "sub": "mallory",
+        "iss": "https://issuer.example",
+        "aud": "agent-workspace",
+        "exp": now + 300,
+    }
+    import base64
+
+    def b64(data: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+    import hashlib
+    import hmac as hmac_mod
+
+    head = b64({"alg": "HS256", "typ": "JWT"})
+    body = b64(claims)
+    signature = hmac_mod.new(pem, f"{head}.{body}".encode(), hashlib.sha256).digest()
+    hs_with_public_key = (
+        f"{head}.{body}." + base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
+    )
+    return {
+        "expired": make_token(key, exp=now - 3600, iat=now - 7200),
+        "wrong audience": make_token(key, aud="someone-else"),
+        "wrong issuer": make_token(key, iss="https://evil.example"),
+        "no exp": make_token(key, exp=None),
+        "not yet valid": make_token(key, nbf=now + 3600),
+        "alg none": f"{b64({'alg': 'none', 'typ': 'JWT'})}.{b64(claims)}.",
+        "HS256 signed with the public key": hs_with_public_key,
+        "other key": make_token(rsa.generate_private_key(public_exponent=65537, key_size=2048)),
+    }
+
+
+def test_jwt_refusals(jwt_server: RunningServer, rsa_keys) -> None:
+    key, pem, _ = rsa_keys
+    for label, token in forged_tokens(key, pem).items():
+        answer = httpx2.post(
+            jwt_server.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Bearer {token}"}
+        )
+        assert answer.status_code == 401, label
+        assert answer.headers["www-authenticate"].startswith("Bearer"), label
+
+
+def test_jwt_needs_an_audience(tmp_path: Path, rsa_keys) -> None:
+    _, _, public = rsa_keys
+    out = run_cli(tmp_path, "--http", "--jwt-public-key", str(public))
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "agent-workspace-mcp: error: JWT auth needs --jwt-audience (tokens must be issued for this server)"
+    )
+
+
+# --- modes ------------------------------------------------------------------------------
+
+
+def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_no_auth_on_a_public_address_is_refused(tmp_path: Path) -> None:
+    out = run_cli(tmp_path, "--http", "--host", "0.0.0.0", "--no-auth")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == (
+        "agent-workspace-mcp: error: refusing to serve 0.0.0.0 without auth; use --token, --api-key or JWT "
+        "(or bind 127.0.0.1)"
+    )
+
+
+async def test_stateless_mode_and_no_auth_warning(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "f.txt").write_text("stateless\n")
+    server = start(root, "--stateless", "--no-auth")
+    try:
+        assert "WARNING: --no-auth" in server.stderr()
+        opened = httpx2.post(server.url, json=INIT, headers=MCP_HEADERS)
+        assert opened.status_code == 200 and "mcp-session-id" not in opened.headers
+        assert httpx2.get(server.url, headers=MCP_HEADERS).status_code == 405
+        for mode in ("auto", "legacy"):
+            async with client(server, None, mode=mode) as c:
+                assert (
+                    (await c.call_tool("read_file", {"path": "f.txt"}))
+                    .content[0]
+                    .text.startswith("1: stateless")
+                )
+    finally:
+        server.stop()
+
+
+async def test_sigterm_runs_cleanup_and_kills_jobs(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    server = start(root, "--no-auth", "--shell-any", "--allow-remote-exec")
+    try:
+        async with client(server, None) as c:
+            await c.call_tool(
+                "start_job", {"command": ["sh", "-c", "echo $$ > job.pid; exec sleep 1000"]}
+            )
+        deadline = time.monotonic() + 10
+        while not (root / "job.pid").exists() or not (root / "job.pid").read_text().strip():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int((root / "job.pid").read_text())
+    finally:
+        server.stop()
+    assert "stopped, cleanup done" in server.stderr()
+    with pytest.raises(ProcessLookupError):
+        for _ in range(100):
+            os.kill(pid, 0)
+            time.sleep(0.05)
+
+
+async def test_protected_resource_metadata_points_to_the_auth_server(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    server = start(
+        root,
+        "--jwt-secret",
+        "s" * 40,
+        "--jwt-audience",
+        "ws",
+        "--auth-server",
+        "https://auth.example",
+    )
+    try:
+        answer = httpx2.post(server.url, json=INIT, headers=MCP_HEADERS)
+        assert answer.status_code == 401
+        challenge = answer.headers["www-authenticate"]
+        assert challenge.startswith("Bearer") and "resource_metadata=" in challenge
+        metadata_url = challenge.split('resource_metadata="')[1].split('"')[0]
+        metadata = httpx2.get(metadata_url).json()
+        assert [s.rstrip("/") for s in metadata["authorization_servers"]] == [
+            "https://auth.example"
+        ]
+    finally:
+        server.stop()
