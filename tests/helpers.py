@@ -70,3 +70,29 @@ def lines_of(text: str) -> str:
     """A read_file answer without its trailing `(sha256 ...)` line."""
     head, _, last = text.rpartition("\n")
     return head if last.startswith("(sha256 ") else text
+
+
+# A 2025-11-25 `initialize` request, for raw JSON-RPC over stdio or HTTP.
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists and is not a zombie (a zombie holds nothing but its entry)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False

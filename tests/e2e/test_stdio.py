@@ -14,16 +14,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "e2e", "version": "0"},
-    },
-}
+from tests.helpers import INIT, pid_alive
 
 
 async def test_official_client_over_stdio(ws: Path) -> None:
@@ -159,18 +150,6 @@ def test_stopping_the_server_kills_running_jobs(ws: Path, how: str) -> None:
     code, _, stderr, _ = stop_and_collect(proc, how)
     assert code == 0, stderr
     deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(alive(pid) for pid in pids), "a job outlived the server"
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
+    assert not any(pid_alive(pid) for pid in pids), "a job outlived the server"

@@ -15,7 +15,7 @@ from fastmcp import Client
 from agent_workspace_mcp import Settings
 from agent_workspace_mcp.cli import settings_from_sources
 from tests.conftest import open_client
-from tests.helpers import fails, ok
+from tests.helpers import fails, ok, pid_alive
 
 EXEC_TOOLS = {"run_command", "start_job", "job_status", "job_kill", "run_task", "bash"}
 
@@ -353,19 +353,6 @@ async def test_bash_runs_a_real_shell_with_a_capped_timeout(ws: Path) -> None:
         assert text.splitlines()[1:4] == ["b", "a", "42"]
         text = await ok(client, "bash", command="sleep 5", timeoutMs=60_000)
         assert text.splitlines()[-1].startswith("[timed out after 1000 ms")
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes: it holds no resources but its entry.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
 
 
 async def wait_for_pid(path: Path) -> int:

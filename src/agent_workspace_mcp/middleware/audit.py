@@ -4,13 +4,13 @@ import time
 from datetime import datetime, timezone
 
 import anyio
-from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core import activity
 from ..core.audit import AuditLog
 from ..services import Services
 from ..tools.base import current_subject
+from .outcome import Outcome, observed
 
 # Argument names whose values are paths (never content) and may be logged.
 PATH_ARGUMENTS = ("path", "paths", "source", "destination", "cwd")
@@ -56,19 +56,10 @@ class AuditMiddleware(Middleware):
         message = context.message
         arguments = message.arguments or {}
         started = time.perf_counter()
-        outcome, error = "ok", None
+        outcome = Outcome()
         with activity.capture() as act:
             try:
-                result = await call_next(context)
-                if getattr(result, "is_error", False):
-                    outcome = "error"
-                return result
-            except ToolError as exc:
-                outcome, error = "error", str(exc)
-                raise
-            except Exception as exc:
-                outcome, error = "error", type(exc).__name__
-                raise
+                return await observed(context, call_next, outcome)
             finally:
                 workspace = arguments.get("workspace")
                 record = {
@@ -81,8 +72,8 @@ class AuditMiddleware(Middleware):
                     else self.services.workspaces.primary.name,
                     "tool": message.name,
                     "paths": act.paths or _argument_paths(arguments) or None,
-                    "outcome": outcome,
-                    "error": error,
+                    "outcome": "ok" if outcome.ok else "error",
+                    "error": outcome.error,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 1),
                     **_meta(context),
                 }

@@ -9,13 +9,13 @@ never changes the answer.
 """
 
 import anyio
-from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core import activity
 from ..core.errors import WorkspaceError
 from ..services import Services
 from ..tools.base import JOURNAL_TAG
+from .outcome import Outcome, observed
 
 
 class JournalMiddleware(Middleware):
@@ -39,21 +39,15 @@ class JournalMiddleware(Middleware):
             ws = self.services.workspaces.get(arguments.get("workspace"))
         except WorkspaceError:
             return await call_next(context)  # the tool reports the unknown workspace itself
-        outcome = "ok"
+        outcome = Outcome()
         with activity.capture() as act:
             try:
-                result = await call_next(context)
-                if getattr(result, "is_error", False):
-                    outcome = "error"
-                return result
-            except ToolError as exc:
-                outcome = f"error: {exc}"
-                raise
-            except Exception as exc:
-                outcome = f"error: {type(exc).__name__}"
-                raise
+                return await observed(context, call_next, outcome)
             finally:
-                result_text = act.result if act.result and outcome == "ok" else outcome
+                if outcome.ok:
+                    result_text = act.result or "ok"
+                else:
+                    result_text = f"error: {outcome.error}" if outcome.error else "error"
                 await anyio.to_thread.run_sync(
                     lambda: self.services.memory.record(
                         ws,

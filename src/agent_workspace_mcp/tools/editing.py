@@ -86,10 +86,7 @@ def register(app: FastMCP, services: Services) -> None:
             )
             state.text = outcome.text
             changes = work.changes()
-            if dryRun:
-                activity.record(result="dry run, nothing written")
-            else:
-                commit(changes)
+            write_or_preview(changes, dryRun)
         detail = _plural(outcome.replacements, "replacement")
         activity.record(detail=detail)
         head = _summary(dryRun, "edited", f"{state.display}: {detail}")
@@ -137,10 +134,7 @@ def register(app: FastMCP, services: Services) -> None:
                 replacements += outcome.replacements
                 notes.extend(f"edit[{index}] {note}" for note in outcome.notes)
             changes = work.changes()
-            if dryRun:
-                activity.record(result="dry run, nothing written")
-            else:
-                commit(changes)
+            write_or_preview(changes, dryRun)
             diffs = [_diff(s) for s in work.changed()]
         detail = f"{_plural(len(edits), 'edit')} across {_plural(len(work.order), 'file')}"
         activity.record(detail=detail)
@@ -188,10 +182,7 @@ def register(app: FastMCP, services: Services) -> None:
             for fp in file_patches:
                 _apply_file_patch(fp, states)
             changes = work.changes()
-            if dryRun:
-                activity.record(result="dry run, nothing written")
-            else:
-                commit(changes)
+            write_or_preview(changes, dryRun)
             diffs = [_diff(s) for s in work.changed()]
         detail = _plural(len(changes), "file")
         activity.record(detail=f"{detail} changed")
@@ -200,6 +191,13 @@ def register(app: FastMCP, services: Services) -> None:
     add_tool(app, edit_file, annotations=DESTRUCTIVE, title="Edit file")
     add_tool(app, patch, annotations=DESTRUCTIVE, title="Patch files")
     add_tool(app, apply_patch, annotations=DESTRUCTIVE, title="Apply unified diff")
+
+
+def write_or_preview(changes: list, dry_run: bool) -> None:
+    if dry_run:
+        activity.record(result="dry run, nothing written")
+    else:
+        commit(changes)
 
 
 def _diff(state: FileState) -> str:
