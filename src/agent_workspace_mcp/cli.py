@@ -190,6 +190,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="grep/list_files engine: ripgrep when found (auto), or force one",
     )
     parser.add_argument(
+        "--tools",
+        metavar="A,B",
+        action="append",
+        default=[],
+        help="register only these tools (comma-separated, repeatable)",
+    )
+    parser.add_argument(
+        "--disable-tools",
+        metavar="A,B",
+        action="append",
+        default=[],
+        help="do not register these tools (comma-separated, repeatable)",
+    )
+    parser.add_argument(
         "--log-level",
         metavar="LEVEL",
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -271,6 +285,8 @@ def settings_from_sources(
         unconfined=unconfined,
         cwd=env.get("WORKSPACE_CWD") or None,
         read_only=read_only,
+        tools=_names(args.tools, env.get("WORKSPACE_MCP_TOOLS")),
+        disable_tools=_names(args.disable_tools, env.get("WORKSPACE_MCP_DISABLE_TOOLS")),
         log_level=log_level,
         search_engine=search_engine,
         shell_mode=shell_mode,
@@ -290,6 +306,11 @@ def settings_from_sources(
             else truthy(env.get("WORKSPACE_MCP_NO_AUDIT"))
         ),
     )
+
+
+def _names(flags: list[str], fallback: str | None) -> tuple[str, ...]:
+    raw = flags or [fallback or ""]
+    return tuple(n.strip() for item in raw for n in item.split(",") if n.strip())
 
 
 def _int_env(env: dict[str, str], name: str, default: int) -> int:

@@ -34,7 +34,7 @@ from .middleware.sessions import SubpathMiddleware
 from .services import Services
 from .settings import Settings
 from .tools import changes, editing, files, git, memory, search, shell, skills, workspaces
-from .tools.base import READ_TAG, current_subject
+from .tools.base import READ_TAG, WRITE_TAG, current_subject
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -190,9 +190,20 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     prompts.register(app, services)
     if settings.http:
         _health_route(app)
-    if settings.read_only:
-        app.enable(tags={READ_TAG}, only=True)
+    _filter_tools(app, settings)
     return app, services
+
+
+def _filter_tools(app: FastMCP, settings: Settings) -> None:
+    """--tools (allowlist), --read-only and --disable-tools narrow the tool surface."""
+    if settings.tools:
+        app.enable(names=set(settings.tools), only=True, components={"tool"})
+        if settings.read_only:
+            app.disable(tags={WRITE_TAG}, components={"tool"})
+    elif settings.read_only:
+        app.enable(tags={READ_TAG}, only=True, components={"tool"})
+    if settings.disable_tools:
+        app.disable(names=set(settings.disable_tools), components={"tool"})
 
 
 def _health_route(app: FastMCP) -> None:

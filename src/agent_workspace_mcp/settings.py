@@ -30,6 +30,8 @@ class Settings:
     unconfined: bool = False
     cwd: str | None = None
     read_only: bool = False
+    tools: Sequence[str] = ()  # only these tools (empty: all that the mode enables)
+    disable_tools: Sequence[str] = ()
     log_level: str = "WARNING"
     search_engine: str = "auto"  # "auto" (ripgrep when found), "rg" or "python"
     journal_max_bytes: int = 5 * 1024 * 1024  # WORKSPACE_MCP_JOURNAL_MAX_BYTES
