@@ -18,8 +18,6 @@ import re
 import stat
 from dataclasses import dataclass, field
 
-import yaml
-
 from .containment import locate
 from .errors import WorkspaceError
 from .limits import SKILL_FILES_MAX, SKILL_MD_MAX_BYTES, SKILL_TOTAL_MAX_BYTES
@@ -56,6 +54,8 @@ def parse_skill_md(text: str, folder_name: str) -> tuple[dict, str]:
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
         raise SkillProblem("SKILL.md must start with a '---' YAML frontmatter block")
+    import yaml  # lazily: start-up does not read skills
+
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise SkillProblem("the frontmatter block is not closed with '---'")

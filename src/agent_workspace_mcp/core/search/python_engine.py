@@ -14,14 +14,15 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterator
-
-import regex
-from pathspec import GitIgnoreSpec
+from typing import TYPE_CHECKING
 
 from ..errors import WorkspaceError
 from ..limits import ANSWER_BYTES, BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS
 from .results import GrepQuery, GrepResult, ListQuery, ListResult, add_listed_file, take
 from .rules import Glob, compile_glob, fs_sort_key, is_ignored_dir_name
+
+if TYPE_CHECKING:  # imported lazily: only searches need them, not start-up
+    from pathspec import GitIgnoreSpec
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -35,6 +36,8 @@ class _Ignores:
     """Stack of `.gitignore` specs: the deepest directory's decision wins, as in git."""
 
     def __init__(self, ancestor: list[str], enabled: bool) -> None:
+        from pathspec import GitIgnoreSpec
+
         self.enabled = enabled
         # (directory relative to root, spec); the rebased ancestor rules are root-relative.
         self.stack: list[tuple[str, GitIgnoreSpec]] = []
@@ -59,6 +62,8 @@ class _Ignores:
 
 
 def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
+    from pathspec import GitIgnoreSpec
+
     try:
         fd = os.open(".gitignore", _FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
@@ -206,6 +211,8 @@ def grep(
     budget: float = GREP_TIME_BUDGET_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> GrepResult:
+    import regex
+
     flags = regex.V0 | (regex.IGNORECASE if query.ignore_case else 0)
     compiled = regex.compile(query.pattern, flags)
     prefilter = regex.compile(query.pattern, flags | regex.MULTILINE)

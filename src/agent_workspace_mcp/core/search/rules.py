@@ -18,8 +18,6 @@ import os
 import re
 from dataclasses import dataclass
 
-from wcmatch import glob as wcglob
-
 from ..errors import InvalidArgumentError
 from ..limits import IGNORED_DIRS
 
@@ -54,6 +52,8 @@ def compile_glob(text: str | None) -> Glob | None:
     pattern = text.lstrip("/") if text.startswith("/") else text
     if pattern.startswith("./"):
         pattern = pattern[2:]
+    from wcmatch import glob as wcglob  # lazily: only searches with a glob need it
+
     try:
         matcher = wcglob.compile(pattern, flags=wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB)
     except (ValueError, re.error) as exc:
