@@ -89,3 +89,30 @@ def test_flags_override_environment_which_overrides_dotenv(tmp_path: Path, monke
 def test_unconfined_refuses_workspace_flags() -> None:
     with pytest.raises(ConfigError, match="cannot be combined"):
         settings_from_sources(["--unconfined", "--root", "."], environ={})
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "warning"),
+    [
+        (["--shell-any"], {}, "WARNING: --shell-any: the connected agent can run any program"),
+        (["--unconfined"], {}, "WARNING: --unconfined: every path on this machine"),
+    ],
+)
+def test_dangerous_modes_warn_loudly_on_stderr(
+    tmp_path: Path, args: list[str], env: dict, warning: str
+) -> None:
+    root_args = [] if "--unconfined" in args else ["--root", str(tmp_path)]
+    out = run_cli(
+        *root_args, *args, cwd=tmp_path, env=env
+    )  # stdin is /dev/null: starts, then stops
+    assert out.returncode == 0, out.stderr
+    assert warning in out.stderr
+    assert out.stdout == ""
+
+
+def test_unconfined_enters_workspace_cwd(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    out = run_cli("--unconfined", cwd=tmp_path, env={"WORKSPACE_CWD": str(target / "missing")})
+    assert out.returncode == 2
+    assert "WORKSPACE_CWD cannot be entered" in out.stderr

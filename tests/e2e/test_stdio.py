@@ -153,3 +153,26 @@ def test_stopping_the_server_kills_running_jobs(ws: Path, how: str) -> None:
     while any(pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(pid_alive(pid) for pid in pids), "a job outlived the server"
+
+
+async def test_unconfined_mode_chdirs_into_workspace_cwd(tmp_path: Path, outside: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "here.txt").write_text("relative works\n")
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "agent_workspace_mcp", "--unconfined"],
+        env={"WORKSPACE_CWD": str(target), "PATH": os.environ.get("PATH", "")},
+        keep_alive=False,
+    )
+    async with Client(transport) as client:
+        assert (await client.read_resource("resource://cwd"))[0].text == str(target)
+        text = (await client.call_tool("read_file", {"path": "here.txt"})).content[0].text
+        assert text.startswith("1: relative works")
+        # Paths are used as given: outside any workspace boundary.
+        text = (
+            (await client.call_tool("read_file", {"path": str(outside / "secret.txt")}))
+            .content[0]
+            .text
+        )
+        assert text.startswith("1: top secret")

@@ -46,14 +46,20 @@ ESCAPES = [
 ]
 
 
-@pytest.mark.parametrize("path", ESCAPES)
-@pytest.mark.parametrize(("tool", "extra"), READ_TOOLS + WRITE_TOOLS)
+# delete_path and file_info act on a final symlink itself, which is inside (tested below).
+CASES = [
+    (tool, extra, path)
+    for tool, extra in READ_TOOLS + WRITE_TOOLS
+    for path in ESCAPES
+    if not (tool in ("delete_path", "file_info") and path in ("link_file", "dangling"))
+]
+
+
+@pytest.mark.parametrize(("tool", "extra", "path"), CASES)
 async def test_escapes_are_refused_for_every_tool(
     client: Client, ws: Path, outside: Path, planted: Path, tool: str, extra: dict, path: str
 ) -> None:
     before = tree(outside)
-    if tool in ("delete_path", "file_info") and path in ("link_file", "dangling"):
-        pytest.skip("these act on the link itself, which is inside (tested below)")
     message = await fails(client, tool, path=path, **extra)
     assert message == f"path outside workspace root: {path}"
     assert tree(outside) == before

@@ -272,9 +272,13 @@ async def test_read_only_mode_registers_only_read_tools(ws: Path) -> None:
 async def test_tool_filters(ws: Path) -> None:
     async with open_client(Settings(root=str(ws), tools=("read_file", "grep", "write_file"))) as c:
         assert {t.name for t in await c.list_tools()} == {"read_file", "grep", "write_file"}
-    async with open_client(Settings(root=str(ws), tools=("read_file", "write_file"), read_only=True)) as c:
+    async with open_client(
+        Settings(root=str(ws), tools=("read_file", "write_file"), read_only=True)
+    ) as c:
         assert {t.name for t in await c.list_tools()} == {"read_file"}
-    async with open_client(Settings(root=str(ws), disable_tools=("delete_path", "write_file"))) as c:
+    async with open_client(
+        Settings(root=str(ws), disable_tools=("delete_path", "write_file"))
+    ) as c:
         names = {t.name for t in await c.list_tools()}
         assert "delete_path" not in names and "write_file" not in names and "read_file" in names
         assert (await call(c, "delete_path", path="x")).is_error
