@@ -89,6 +89,12 @@ JOB_LIST_RECENT = 20
 TASK_TIMEOUT_DEFAULT_SECONDS = 600  # ours: run_task default (tests and builds are slow)
 TASK_MAX_PATHS = 50  # ours: paths per run_task call
 
+# --- HTTP (ours) ---------------------------------------------------------------------
+# Session -> subject/subpath records kept by the HTTP layer. The SDK closes idle sessions
+# after 30 minutes without telling us; the oldest records are dropped past this bound so
+# a long-running server cannot grow without limit.
+HTTP_TRACKED_SESSIONS = 10_000
+
 # --- state (seed) ------------------------------------------------------------------
 STATE_DIR_NAME = ".workspace-mcp"  # per-workspace state directory
 JOURNAL_MAX_BYTES_DEFAULT = 5 * MIB  # WORKSPACE_MCP_JOURNAL_MAX_BYTES; journal and notes rotate

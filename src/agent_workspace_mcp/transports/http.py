@@ -31,6 +31,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from ..core.containment import locate
 from ..core.errors import ConfigError, WorkspaceError
+from ..core.limits import HTTP_TRACKED_SESSIONS
 from ..services import Services
 
 log = logging.getLogger("agent_workspace_mcp")
@@ -190,6 +191,8 @@ class SessionGuard:
                 for key, value in message.get("headers", []):
                     if key.lower() == b"mcp-session-id":
                         sessions[value.decode("latin-1")] = SessionInfo(subject, subpath)
+                        while len(sessions) > HTTP_TRACKED_SESSIONS:
+                            sessions.pop(next(iter(sessions)))  # dicts keep insertion order
             await send(message)
 
         await self.app(scope, receive, remember_session)
