@@ -166,6 +166,8 @@ def test_sessions_are_bound_to_their_subject_and_can_be_ended(keyed: RunningServ
     assert httpx2.delete(keyed.url, headers=as_bob).status_code == 404
     assert httpx2.delete(keyed.url, headers=as_alice).status_code in (200, 204)
     assert httpx2.post(keyed.url, json=ping, headers=as_alice).status_code == 404
+    forged = {**as_alice, "mcp-session-id": "0123456789abcdef0123456789abcdef"}
+    assert httpx2.post(keyed.url, json=ping, headers=forged).status_code == 404
 
 
 async def test_subpath_confines_the_session(keyed: RunningServer) -> None:

@@ -162,20 +162,21 @@ class SessionGuard:
         raw_subpath = headers.get(SUBPATH_HEADER)
         if session_id:
             info = sessions.get(session_id)
-            if info is not None:
-                if info.subject != subject:
-                    await _plain(send, 404, "session not found")
+            # Every session is recorded when it opens; an id we do not know (forged, ended,
+            # or forgotten past the bound) must not fall back to the whole workspace.
+            if info is None or info.subject != subject:
+                await _plain(send, 404, "session not found")
+                return
+            if raw_subpath is not None:
+                try:
+                    wanted = resolve_subpath(self.services, raw_subpath)
+                except WorkspaceError:
+                    wanted = None
+                if wanted != info.subpath:
+                    await _plain(send, 400, f"{SUBPATH_HEADER} is fixed when the session opens")
                     return
-                if raw_subpath is not None:
-                    try:
-                        wanted = resolve_subpath(self.services, raw_subpath)
-                    except WorkspaceError:
-                        wanted = None
-                    if wanted != info.subpath:
-                        await _plain(send, 400, f"{SUBPATH_HEADER} is fixed when the session opens")
-                        return
-                if scope["method"] == "DELETE":
-                    sessions.pop(session_id, None)
+            if scope["method"] == "DELETE":
+                sessions.pop(session_id, None)
             await self.app(scope, receive, send)
             return
         subpath = None
