@@ -335,3 +335,15 @@ async def test_two_server_processes_never_lose_an_update(ws: Path) -> None:
     assert sorted(notes) == sorted(f"note {p}-{i}" for p in "ab" for i in range(20))
     for line in (ws / ".workspace-mcp/journal.jsonl").read_text().splitlines():
         json.loads(line)  # no interleaved lines
+
+
+async def test_every_answer_stays_within_the_budget(client: Client) -> None:
+    from agent_workspace_mcp.core.limits import ANSWER_HARD_BYTES
+
+    for i in range(30):
+        await ok(client, "remember", text=f"note {i} " + "z" * 9000)
+    text = await ok(client, "recall", limit=100)
+    assert len(text.encode()) <= ANSWER_HARD_BYTES
+    assert (
+        text.splitlines()[-1].startswith("... (answer truncated: ") and "narrow the request" in text
+    )

@@ -370,3 +370,11 @@ async def gone_within(pid: int, seconds: float) -> bool:
             return True
         await asyncio.sleep(0.05)
     return False
+
+
+async def test_mid_sized_output_is_held_to_the_answer_budget(anyshell: Client) -> None:
+    """Between 64 and 256 KiB the backbone would return everything; clients reject that."""
+    program = "import sys\nsys.stdout.write('FIRST\\n' + ('y' * 99 + '\\n') * 1500 + 'LAST\\n')\n"
+    text = await ok(anyshell, "run_command", command=[sys.executable, "-c", program])
+    assert "FIRST" in text and "LAST" in text and "bytes omitted] ..." in text
+    assert len(text.encode()) < 70 * 1024

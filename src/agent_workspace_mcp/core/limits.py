@@ -18,6 +18,9 @@ READ_CHARS_PER_LINE = 2000  # seed: characters per rendered line, then "... (lin
 # results). Code averages 3-4 characters per token, so 64 KiB of rendered text is
 # about 16-22k tokens and leaves room for the framing.
 ANSWER_BYTES = 64 * KIB
+# ours: the hard ceiling every text answer is cut to (at a line boundary, with a marker),
+# whatever produced it; ~80 KiB is ~25k tokens for dense text. Tools aim for ANSWER_BYTES.
+ANSWER_HARD_BYTES = 80 * KIB
 MAX_FILE_BYTES = 16 * MIB  # seed: file size that can be read or edited
 BINARY_SNIFF_BYTES = 8 * KIB  # seed: binary detection window (NUL in the first 8 KiB)
 READ_FILES_MAX_PATHS = 50  # ours: one read_files call; more is a listing, not a batch
@@ -114,7 +117,9 @@ SLUG_MAX_CHARS = 60  # ours: change ids stay readable in paths and answers
 # --- skills (agentskills.io limits, as FastMCP 4.2 enforces them) -----------------
 SKILL_FILES_MAX = 512
 SKILL_TOTAL_MAX_BYTES = 16 * MIB
-SKILL_MD_MAX_BYTES = 256 * KIB  # ours: instructions beyond this are not "instructions"
+# ours: the skill tool answers with the whole SKILL.md, which must fit the answer budget
+SKILL_MD_MAX_BYTES = 48 * KIB
+SKILL_FILES_LISTED = 200  # ours: bundled paths shown by the skill tool; the rest are counted
 
 # --- audit (ours; "rotated like the journal", issue 7) ---------------------------------
 AUDIT_MAX_BYTES_DEFAULT = 5 * MIB

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .limits import (
+    ANSWER_BYTES,
     KILL_GRACE_SECONDS,
     OUTPUT_COLLAPSE_BYTES,
     OUTPUT_HEAD_BYTES,
@@ -85,8 +86,14 @@ class OutputBuffer:
                 del self.tail[: len(self.tail) - OUTPUT_TAIL_BYTES]
 
     def text(self) -> str:
+        """All output, or the head and the tail with a count of what was left out.
+
+        The backbone document collapses above 256 KiB; the answer budget (issue 2: every
+        answer under ~25k tokens, which clients enforce) collapses the same way above
+        64 KiB, so the first 32 KiB and the last 32 KiB are what a model sees either way.
+        """
         with self._lock:
-            if self.total <= OUTPUT_COLLAPSE_BYTES:
+            if self.total <= min(OUTPUT_COLLAPSE_BYTES, ANSWER_BYTES):
                 raw = bytes(self.head)
                 return strip_ansi(raw.decode("utf-8", "replace"))
             omitted = self.total - OUTPUT_HEAD_BYTES - len(self.tail)

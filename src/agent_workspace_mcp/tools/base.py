@@ -18,6 +18,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from ..core.errors import WorkspaceError, describe_os_error
+from ..core.limits import ANSWER_HARD_BYTES
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -47,14 +48,35 @@ def _as_tool_error(fn_name: str, exc: Exception) -> ToolError:
     return ToolError(describe_os_error(exc), log_level=logging.INFO)  # type: ignore[arg-type]
 
 
+def within_budget(text: str, budget: int = ANSWER_HARD_BYTES) -> str:
+    """Cut an answer at a line boundary below `budget` bytes and say how much was left out.
+
+    Tools budget their own answers more cleverly (read_file names the next offset); this
+    is the backstop that keeps every answer under what clients accept (~25k tokens).
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= budget:
+        return text
+    head = data[: budget - 200].decode("utf-8", "ignore")
+    cut = head.rfind("\n")
+    head = head[:cut] if cut > 0 else head
+    left = len(data) - len(head.encode("utf-8", "surrogatepass"))
+    return f"{head}\n... (answer truncated: {left} more bytes; narrow the request)"
+
+
+def _budgeted(result: Any) -> Any:
+    return within_budget(result) if isinstance(result, str) else result
+
+
 def shaped(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Re-raise core errors as ToolError with the same sentence (no traceback logged)."""
+    """Re-raise core errors as ToolError with the same sentence (no traceback logged),
+    and hold every text answer to the answer budget."""
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return await fn(*args, **kwargs)
+                return _budgeted(await fn(*args, **kwargs))
             except (WorkspaceError, OSError) as exc:
                 raise _as_tool_error(fn.__name__, exc) from None
 
@@ -63,7 +85,7 @@ def shaped(fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            return _budgeted(fn(*args, **kwargs))
         except (WorkspaceError, OSError) as exc:
             raise _as_tool_error(fn.__name__, exc) from None
 

@@ -15,6 +15,7 @@ from fastmcp.skills.provider import SkillCatalogProvider
 from pydantic import Field, ValidationError
 
 from ..core.errors import NotFoundError
+from ..core.limits import SKILL_FILES_LISTED
 from ..core.skills import SkillInfo
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool
@@ -101,7 +102,10 @@ def register(app: FastMCP, services: Services) -> None:
         if found.files:
             parts.append("")
             parts.append("Bundled files (read them with read_file):")
-            parts.extend(f"- {found.folder}/{rel}" for rel in found.files)
+            parts.extend(f"- {found.folder}/{rel}" for rel in found.files[:SKILL_FILES_LISTED])
+            if len(found.files) > SKILL_FILES_LISTED:
+                more = len(found.files) - SKILL_FILES_LISTED
+                parts.append(f"- ... ({more} more; list_files {found.folder})")
         return "\n".join(parts)
 
     add_tool(app, skill, annotations=READ_ONLY, title="Load skill")
