@@ -347,3 +347,37 @@ async def test_every_answer_stays_within_the_budget(client: Client) -> None:
     assert (
         text.splitlines()[-1].startswith("... (answer truncated: ") and "narrow the request" in text
     )
+
+
+async def test_state_written_by_the_backbone_server_is_read(ws: Path) -> None:
+    """A workspace already used by workspace-mcp keeps its journal, notes and changes."""
+    state = ws / ".workspace-mcp"
+    (state / "changes" / "legacy-change").mkdir(parents=True)
+    (state / ".gitignore").write_text("*\n")
+    (state / "journal.jsonl").write_text(
+        '{"ts":"2026-09-18T07:50:12.000Z","tool":"edit_file","paths":["src/x.ts"],"detail":"2 replacements","result":"ok","change":"legacy-change"}\n'
+    )
+    (state / "notes.jsonl").write_text(
+        '{"ts":"2026-09-18T08:00:00.000Z","text":"Refactored auth middleware; next: add refresh-token rotation","tags":["auth","todo"]}\n'
+    )
+    (state / "state.json").write_text('{ "activeChange": "legacy-change" }\n')
+    (state / "changes" / "legacy-change.json").write_text(json.dumps({
+        "id": "legacy-change", "title": "Legacy change", "goal": "keep working",
+        "constraints": ["no new runtime dependencies"],
+        "tasks": [{"id": "T1", "text": "wire the schema", "status": "done", "notes": [], "createdAt": "2026-09-18T07:00:00.000Z", "updatedAt": "2026-09-18T07:00:00.000Z"},
+                  {"id": "T2", "text": "write tests", "status": "pending", "notes": [], "createdAt": "2026-09-18T07:00:00.000Z", "updatedAt": "2026-09-18T07:00:00.000Z"}],
+        "createdAt": "2026-09-18T07:00:00.000Z", "updatedAt": "2026-09-18T07:00:00.000Z",
+    }))  # fmt: skip
+    (state / "changes" / "legacy-change" / "proposal.md").write_text("# Proposal\n")
+    async with open_client(Settings(root=str(ws))) as client:
+        assert await ok(client, "work_log") == (
+            "2026-09-18T07:50:12.000Z  edit_file  src/x.ts  — 2 replacements  [ok]  #legacy-change"
+        )
+        assert await ok(client, "recall") == (
+            "2026-09-18  [#auth #todo]  Refactored auth middleware; next: add refresh-token rotation"
+        )
+        status = await ok(client, "change_status")
+        assert status.splitlines()[0] == "change legacy-change: Legacy change (active)"
+        assert "T2 [pending] write tests" in status and status.endswith("next: start T2")
+        assert (await ok(client, "task_add", text="more")).startswith("Added T3 to legacy-change")
+        assert "active change: legacy-change" in await ok(client, "workspace_list")
