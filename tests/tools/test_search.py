@@ -115,6 +115,7 @@ QUERIES = [
     ("list_files", {"maxDepth": 1}),
     ("list_files", {"limit": 7}),
     ("list_files", {"path": "README.md"}),
+    ("list_files", {"path": "src/app.py"}),
 ]
 
 

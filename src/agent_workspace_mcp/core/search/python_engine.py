@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING
 
 from ..errors import WorkspaceError
 from ..limits import ANSWER_BYTES, BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS
-from .results import GrepQuery, GrepResult, ListQuery, ListResult, add_listed_file, take
+from .results import (
+    GrepQuery,
+    GrepResult,
+    ListQuery,
+    ListResult,
+    add_listed_file,
+    listing_base,
+    take,
+)
 from .rules import Glob, compile_glob, fs_sort_key, is_ignored_dir_name
 
 if TYPE_CHECKING:  # imported lazily: only searches need them, not start-up
@@ -280,7 +288,7 @@ def list_files(
     budget: int = ANSWER_BYTES,
 ) -> ListResult:
     result = ListResult()
-    base = "" if start in ("", ".") or not start_is_dir else start
+    base = listing_base(start, start_is_dir)
     files = walk_files(
         root,
         start,

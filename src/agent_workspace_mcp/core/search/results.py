@@ -115,3 +115,11 @@ def add_listed_file(
         result.entries.append(entry)
         result.used += size
     return True
+
+
+def listing_base(start: str, start_is_dir: bool) -> str:
+    """Directories at or above this are not listed: the searched directory itself, or the
+    directory of a single searched file."""
+    if start in ("", "."):
+        return ""
+    return start if start_is_dir else start.rpartition("/")[0]

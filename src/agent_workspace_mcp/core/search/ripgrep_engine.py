@@ -47,7 +47,15 @@ from ..limits import (
 from ..textio import read_range
 from ..workspaces import Workspace
 from .python_engine import SearchTimeout, read_head, searchable_text
-from .results import GrepQuery, GrepResult, ListQuery, ListResult, add_listed_file, take
+from .results import (
+    GrepQuery,
+    GrepResult,
+    ListQuery,
+    ListResult,
+    add_listed_file,
+    listing_base,
+    take,
+)
 from .rules import compile_glob
 
 
@@ -303,7 +311,7 @@ def list_files(
 ) -> ListResult:
     pattern = compile_glob(query.pattern)
     result = ListResult()
-    base = "" if start in ("", ".") or not start_is_dir else start
+    base = listing_base(start, start_is_dir)
     cache = _DirCache(ws)
     with _ignore_file(ancestor, query.no_ignore) as ignore_file:
         args = _base_args(rg, query.no_ignore, ignore_file)
