@@ -282,3 +282,25 @@ async def test_tool_filters(ws: Path) -> None:
         names = {t.name for t in await c.list_tools()}
         assert "delete_path" not in names and "write_file" not in names and "read_file" in names
         assert (await call(c, "delete_path", path="x")).is_error
+
+
+async def test_missing_paths_suggest_the_near_miss(client: Client, ws: Path) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "utils.py").write_text("x = 1\n")
+    (ws / "README.md").write_text("# hi\n")
+    assert (
+        await fails(client, "read_file", path="src/utlis.py")
+        == "not found: src/utlis.py (did you mean src/utils.py?)"
+    )
+    assert (
+        await fails(client, "read_file", path="README.MD")
+        == "not found: README.MD (did you mean README.md?)"
+    )
+    assert (
+        await fails(client, "file_info", path="src/util.py")
+        == "not found: src/util.py (did you mean src/utils.py?)"
+    )
+    assert await fails(client, "edit_file", path="src/utils.pyy", oldString="x", newString="y") == (
+        "not found: src/utils.pyy (did you mean src/utils.py?)"
+    )
+    assert await fails(client, "read_file", path="src/zzz.rs") == "not found: src/zzz.rs"

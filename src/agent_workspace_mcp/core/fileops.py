@@ -18,11 +18,11 @@ from .containment import Located
 from .errors import (
     AlreadyExistsError,
     InvalidArgumentError,
-    NotFoundError,
     WorkspaceError,
     WrongTypeError,
     describe_os_error,
 )
+from .hints import not_found
 from .limits import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, MIB, STATE_DIR_NAME
 from .textio import is_binary, kind_of, open_regular
 
@@ -88,7 +88,7 @@ def delete(loc: Located, *, recursive: bool) -> str:
         raise InvalidArgumentError("refusing to delete the workspace root itself")
     st = loc.lstat()
     if st is None:
-        raise NotFoundError(f"not found: {loc.display}")
+        raise not_found(loc)
     try:
         if stat.S_ISDIR(st.st_mode):
             if not recursive:
@@ -116,7 +116,7 @@ def move(src: Located, dst: Located, *, overwrite: bool) -> None:
         raise AlreadyExistsError(f"{dst.display}: is the workspace root")
     src_st = src.lstat()
     if src_st is None:
-        raise NotFoundError(f"not found: {src.display}")
+        raise not_found(src)
     dst_st = dst.lstat()
     if dst_st is not None:
         if os.path.samestat(src_st, dst_st):
@@ -157,7 +157,7 @@ def describe(loc: Located) -> FileInfo:
     """Metadata for the located entry; for regular files also binary flag, lines and sha256."""
     st = loc.lstat()
     if st is None:
-        raise NotFoundError(f"not found: {loc.display}")
+        raise not_found(loc)
     kind = kind_of(st.st_mode)
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(loc.name, dir_fd=loc.dir_fd)

@@ -25,7 +25,6 @@ from .containment import Located
 from .errors import (
     BinaryFileError,
     EncodingError,
-    NotFoundError,
     TooLargeError,
     WorkspaceError,
     WrongTypeError,
@@ -71,7 +70,9 @@ def open_regular(loc: Located) -> tuple[int, os.stat_result]:
     try:
         fd = os.open(loc.name, _READ_FLAGS, dir_fd=loc.dir_fd)
     except FileNotFoundError:
-        raise NotFoundError(f"not found: {loc.display}") from None
+        from .hints import not_found
+
+        raise not_found(loc) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             # locate() resolved the link; a link here means it was swapped in since.

@@ -128,7 +128,11 @@ class Workset:
         st = loc.lstat()
         if st is None:
             if not may_be_missing:
-                raise NotFoundError(f"not found: {loc.display} (use write_file to create a file)")
+                from .hints import closest_sibling
+
+                near = closest_sibling(loc)
+                hint = f"did you mean {near}?" if near else "use write_file to create a file"
+                raise NotFoundError(f"not found: {loc.display} ({hint})")
             return FileState(loc, None, None, None, None)
         if st.st_size > MAX_FILE_BYTES:
             raise TooLargeError(
