@@ -92,6 +92,15 @@ async def test_execution_stays_off_over_http_unless_allowed(ws: Path) -> None:
         assert {"run_command", "run_task", "start_job"} <= names
 
 
+async def test_unconfined_bash_is_not_remote_unless_allowed(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    base = dict(unconfined=True, http=True, token="t" * 32)
+    async with open_client(Settings(**base)) as client:
+        assert "bash" not in {t.name for t in await client.list_tools()}
+    async with open_client(Settings(**base, allow_remote_exec=True)) as client:
+        assert "bash" in {t.name for t in await client.list_tools()}
+
+
 def test_http_without_any_credentials_is_refused(ws: Path) -> None:
     with pytest.raises(ConfigError, match="HTTP needs auth"):
         create_server(Settings(root=str(ws), http=True))

@@ -182,6 +182,8 @@ async def _progress(ctx: Context, elapsed: float, total: float, command: str) ->
 
 def register(app: FastMCP, services: Services) -> None:
     settings = services.settings
+    if settings.http and not settings.allow_remote_exec:
+        return  # remote execution is opt-in on its own (coding-agent document)
     shell_on = settings.shell_mode is not None
     unrestricted = settings.shell_mode == "any" or settings.unconfined
     tasks_on = settings.tasks or shell_on
