@@ -186,6 +186,11 @@ async def test_subpath_confines_the_session(keyed: RunningServer) -> None:
         assert (
             escape.is_error and escape.content[0].text == "path outside workspace root: ../top.txt"
         )
+        # The confined session sees only its own root, not the workspace's.
+        listing = (await c.call_tool("workspace_list", {})).content[0].text
+        root = keyed.root  # type: ignore[attr-defined]
+        assert listing.splitlines() == [f"default  {root / 'sub'}  (primary)  state: none"]
+        assert (await c.read_resource("resource://cwd"))[0].text == str(root / "sub")
     for bad in ("../..", "missing", "top.txt"):
         answer = open_session(keyed, token, **{"x-workspace-subpath": bad})
         assert answer.status_code == 400, bad

@@ -132,6 +132,9 @@ class WorkspaceRegistry:
         return Workspace(self.primary.name, root, root, primary=True, confined=True)
 
     def __iter__(self):
+        """Every workspace, or only the confined one inside a subpath-bound session."""
+        if SESSION_SUBPATH.get() is not None:
+            return iter([self.get()])
         return iter(self._by_name.values())
 
     def __len__(self) -> int:

@@ -116,7 +116,8 @@ def register(app: FastMCP, services: Services) -> None:
 
     def cwd() -> str:
         """The primary workspace root (the process cwd in unconfined mode)."""
-        return primary.root if primary.confined else os.getcwd()
+        current = services.workspaces.get()  # a subpath-bound session sees its own root
+        return current.root if current.confined else os.getcwd()
 
     def workspaces() -> str:
         """The configured workspaces, as workspace_list shows them."""
