@@ -45,6 +45,13 @@ def register(app: FastMCP, services: Services) -> None:
             )
         ]
 
+    @app.completion
+    def complete(ref, argument, context):
+        """Workspace names for any prompt's `workspace` argument."""
+        if getattr(ref, "type", "") == "ref/prompt" and argument.name == "workspace":
+            return [ws.name for ws in services.workspaces if ws.name.startswith(argument.value)]
+        return None
+
     @app.prompt(name="new_skill", title="Write a new Agent Skill")
     def new_skill(
         goal: Annotated[str | None, Field(description="What the skill should help with.")] = None,

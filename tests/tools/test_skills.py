@@ -269,3 +269,18 @@ async def test_skills_resources_and_prompts_over_stdio(skills_ws: Path) -> None:
         assert {"resume", "new_skill", "plan_change"} <= prompts
         rendered = await client.get_prompt("plan_change", {"goal": "x"})
         assert "change_create" in rendered.messages[0].content.text
+
+
+async def test_prompt_workspace_argument_completes(tmp_path: Path) -> None:
+    import mcp_types
+
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    settings = Settings(root=str(tmp_path / "one"), workspaces=(("api", str(tmp_path / "two")),))
+    async with open_client(settings) as client:
+        ref = mcp_types.PromptReference(type="ref/prompt", name="resume")
+        assert (await client.complete(ref, {"name": "workspace", "value": ""})).values == [
+            "default",
+            "api",
+        ]
+        assert (await client.complete(ref, {"name": "workspace", "value": "a"})).values == ["api"]
