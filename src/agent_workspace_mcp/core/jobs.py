@@ -20,7 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .errors import ConfigError, NotFoundError, WorkspaceError
 from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES
@@ -109,7 +109,7 @@ class JobRegistry:
             cwd,
             child,
             log,
-            datetime.now(timezone.utc),
+            datetime.now(UTC),
             max_runtime_ms,
         )
         job._watcher = threading.Thread(

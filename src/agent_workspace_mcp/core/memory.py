@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from .errors import InvalidArgumentError, WorkspaceError
@@ -30,7 +30,7 @@ log = logging.getLogger("agent_workspace_mcp")
 
 def now_iso() -> str:
     """`2026-09-18T07:50:12.000Z`: UTC, milliseconds, as the backbone document writes it."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
@@ -48,7 +48,7 @@ def parse_since(value: str) -> datetime:
         raise InvalidArgumentError(
             f"since must be an ISO 8601 time like 2026-09-18T07:50:12Z, got {value!r}"
         ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _ts(record: dict[str, Any]) -> datetime | None:

@@ -1,7 +1,7 @@
 """Audit every tool call: one middleware, outermost, so it sees the final outcome."""
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
@@ -63,7 +63,7 @@ class AuditMiddleware(Middleware):
             finally:
                 workspace = arguments.get("workspace")
                 record = {
-                    "ts": datetime.now(timezone.utc)
+                    "ts": datetime.now(UTC)
                     .isoformat(timespec="milliseconds")
                     .replace("+00:00", "Z"),
                     "subject": current_subject(),

@@ -10,7 +10,7 @@ import base64
 import binascii
 import posixpath
 import stat
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated
 
 from fastmcp import FastMCP
@@ -324,7 +324,7 @@ def register(app: FastMCP, services: Services) -> None:
         ws = registry.get(workspace)
         with locate(ws, path, follow_final=False) as loc:
             info = fileops.describe(loc)
-        mtime = datetime.fromtimestamp(info.mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        mtime = datetime.fromtimestamp(info.mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         rows = [
             f"path: {loc.display}",
             f"type: {info.kind}" + (f" -> {info.link_target}" if info.link_target else ""),

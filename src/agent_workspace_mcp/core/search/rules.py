@@ -17,16 +17,11 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from re import _constants as sre_constants  # the stdlib regex parser (Python 3.11+)
+from re import _parser as sre_parse
 
 from ..errors import InvalidArgumentError
 from ..limits import IGNORED_DIRS
-
-try:  # Python 3.11+
-    from re import _constants as sre_constants
-    from re import _parser as sre_parse
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_constants  # type: ignore[no-redef]
-    import sre_parse  # type: ignore[no-redef]
 
 IGNORED_DIR_NAMES = frozenset(IGNORED_DIRS)
 
