@@ -190,6 +190,8 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     prompts.register(app, services)
     if settings.http:
         _health_route(app)
+        if settings.auth_server and auth is not None:
+            _bare_resource_metadata(app, settings)
     _filter_tools(app, settings)
     return app, services
 
@@ -212,6 +214,29 @@ def _health_route(app: FastMCP) -> None:
     @app.custom_route("/health", methods=["GET"])
     async def health(_request) -> JSONResponse:  # never behind auth; reveals nothing
         return JSONResponse({"status": "ok", "server": SERVER_NAME, "version": _version()})
+
+
+def _bare_resource_metadata(app: FastMCP, settings: Settings) -> None:
+    """RFC 9728 metadata at the bare well-known path too.
+
+    FastMCP serves it at `/.well-known/oauth-protected-resource/mcp` (the path-suffixed
+    form for a resource with a path, which the 401 challenge points to); clients that
+    probe the bare path find the same document here.
+    """
+    from starlette.responses import JSONResponse
+
+    base = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+    document = {
+        "resource": f"{base}/mcp",
+        "authorization_servers": [settings.auth_server],
+        "scopes_supported": [],
+        "bearer_methods_supported": ["header"],
+        "resource_name": SERVER_NAME,
+    }
+
+    @app.custom_route("/.well-known/oauth-protected-resource", methods=["GET"])
+    async def resource_metadata(_request) -> JSONResponse:
+        return JSONResponse(document)
 
 
 def create_server(settings: Settings | None = None) -> FastMCP:

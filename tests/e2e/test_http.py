@@ -406,6 +406,9 @@ async def test_protected_resource_metadata_points_to_the_auth_server(tmp_path: P
         assert challenge.startswith("Bearer") and "resource_metadata=" in challenge
         metadata_url = challenge.split('resource_metadata="')[1].split('"')[0]
         metadata = httpx2.get(metadata_url).json()
+        bare = httpx2.get(f"{server.base}/.well-known/oauth-protected-resource").json()
+        assert bare["resource"] == metadata["resource"] == f"{server.base}/mcp"
+        assert [s.rstrip("/") for s in bare["authorization_servers"]] == ["https://auth.example"]
         assert [s.rstrip("/") for s in metadata["authorization_servers"]] == [
             "https://auth.example"
         ]
