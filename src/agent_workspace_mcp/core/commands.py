@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .errors import ConfigError, InvalidArgumentError
+from .limits import BWRAP_PROBE_SECONDS
 
 DEFAULT_ALLOWLIST = ("pnpm", "npm", "npx", "node")
 
@@ -182,7 +183,9 @@ def check_bwrap() -> str:
         )
     probe = [*bwrap_prefix(bwrap, "/tmp", "/"), "true"]
     try:
-        out = subprocess.run(probe, capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            probe, capture_output=True, timeout=BWRAP_PROBE_SECONDS, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ConfigError(f"--sandbox bwrap: bubblewrap could not start ({exc})") from None
     if out.returncode != 0:

@@ -16,7 +16,12 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import WorkspaceError
-from .limits import EDIT_CANDIDATE_WINDOWS, EDIT_DIFF_MAX_LINES
+from .limits import (
+    EDIT_CANDIDATE_WINDOWS,
+    EDIT_DIFF_MAX_LINES,
+    EDIT_MATCHES_COUNTED,
+    EDIT_MATCHES_LISTED,
+)
 
 # Look-alikes that models and editors substitute for ASCII. One char each, so
 # normalization keeps offsets (the trailing-whitespace rule is what needs a map).
@@ -81,7 +86,7 @@ def _normalized_with_map(text: str) -> tuple[str, list[int]]:
     return "".join(out), index_map
 
 
-def _find_all(haystack: str, needle: str, limit: int = 1000) -> list[int]:
+def _find_all(haystack: str, needle: str, limit: int = EDIT_MATCHES_COUNTED) -> list[int]:
     found = []
     start = haystack.find(needle)
     while start != -1 and len(found) < limit:
@@ -115,8 +120,8 @@ def apply_edit(text: str, edit: Edit, display: str) -> EditOutcome:
     positions = _find_all(text, old)
     if positions:
         if len(positions) > 1 and not edit.replace_all:
-            where = ", ".join(str(line_of(text, p)) for p in positions[:10])
-            more = "" if len(positions) <= 10 else ", ..."
+            where = ", ".join(str(line_of(text, p)) for p in positions[:EDIT_MATCHES_LISTED])
+            more = "" if len(positions) <= EDIT_MATCHES_LISTED else ", ..."
             raise EditError(
                 f"oldString matches {len(positions)} times in {display} (lines {where}{more}); "
                 "add surrounding lines to make it unique, or pass replaceAll=true"
@@ -142,7 +147,7 @@ def _apply_near_miss(text: str, old: str, new: str, replace_all: bool, display: 
         note = f"matched {_span_lines(text, start, end)} after normalizing {normalized}"
         return EditOutcome(text[:start] + new + text[end:], 1, [note])
     if len(hits) > 1:
-        where = ", ".join(str(line_of(text, index_map[h])) for h in hits[:10])
+        where = ", ".join(str(line_of(text, index_map[h])) for h in hits[:EDIT_MATCHES_LISTED])
         raise EditError(
             f"oldString not found exactly in {display}; normalized for whitespace and quotes it "
             f"matches {len(hits)} places (lines {where}), so nothing was applied; "

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 
 from .errors import WorkspaceError
-from .limits import GIT_OUTPUT_BYTES
+from .limits import GIT_OUTPUT_BYTES, GIT_STATUS_TIMEOUT_SECONDS
 
 _SAFE_CONFIG = (
     "core.fsmonitor=false",
@@ -77,7 +77,7 @@ def _filter_overrides(git: str, root: str) -> list[str]:
     out = _run(
         [git, "-C", root, "config", "--includes", "--name-only", "--get-regexp", r"^filter\."],
         root,
-        10,
+        GIT_STATUS_TIMEOUT_SECONDS,
     )
     overrides = []
     for line in out.stdout.decode("utf-8", "replace").splitlines():

@@ -13,8 +13,7 @@ import posixpath
 
 from .containment import Located
 from .errors import NotFoundError
-
-_MAX_ENTRIES = 5000  # a huge directory is not worth a hint
+from .limits import HINT_DIR_ENTRIES
 
 
 def not_found(loc: Located) -> NotFoundError:
@@ -33,7 +32,7 @@ def closest_sibling(loc: Located) -> str | None:
         names = os.listdir(loc.dir_fd)
     except OSError:
         return None
-    if len(names) > _MAX_ENTRIES:
+    if len(names) > HINT_DIR_ENTRIES:
         return None
     lowered = {n.lower(): n for n in names}
     if loc.name.lower() in lowered:  # only the case differs

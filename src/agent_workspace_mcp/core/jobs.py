@@ -23,10 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from .errors import ConfigError, NotFoundError, WorkspaceError
-from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES
+from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED
 from .process import CappedLog, Child, strip_ansi
-
-MAX_REMEMBERED_JOBS = 200  # finished jobs beyond this are forgotten (their logs stay)
 
 
 def default_job_dir(environ: dict[str, str] | None = None) -> str:
@@ -130,7 +128,7 @@ class JobRegistry:
 
     def _forget_old(self) -> None:
         finished = [j for j in self._jobs.values() if not j.child.running]
-        while len(self._jobs) > MAX_REMEMBERED_JOBS and finished:
+        while len(self._jobs) > JOBS_REMEMBERED and finished:
             self._jobs.pop(finished.pop(0).id, None)
 
     def get(self, job_id: str, owner: str | None) -> Job:

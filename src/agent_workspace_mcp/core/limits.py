@@ -98,6 +98,17 @@ TASK_MAX_PATHS = 50  # ours: paths per run_task call
 # a long-running server cannot grow without limit.
 HTTP_TRACKED_SESSIONS = 10_000
 
+# --- misc (ours) ---------------------------------------------------------------------
+GITIGNORE_MAX_BYTES = 1 * MIB  # a .gitignore larger than this is read only this far
+JOBS_REMEMBERED = 200  # finished jobs past this are forgotten (their logs stay on disk)
+HINT_DIR_ENTRIES = 5000  # a directory larger than this gets no "did you mean" hint
+EDIT_MATCHES_LISTED = 10  # ambiguous-match errors name at most this many lines
+EDIT_MATCHES_COUNTED = 1000  # occurrences counted before "matches N times" stops counting
+BWRAP_PROBE_SECONDS = 20.0  # start-up check that bubblewrap can create its namespaces
+JWT_LEEWAY_SECONDS = 30  # issue 8: exp/nbf checked "with small leeway"
+JWKS_FETCH_SECONDS = 10.0  # fetching the issuer's JWKS
+DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's results
+
 # --- state (seed) ------------------------------------------------------------------
 STATE_DIR_NAME = ".workspace-mcp"  # per-workspace state directory
 JOURNAL_MAX_BYTES_DEFAULT = 5 * MIB  # WORKSPACE_MCP_JOURNAL_MAX_BYTES; journal and notes rotate

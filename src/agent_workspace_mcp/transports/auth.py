@@ -24,10 +24,10 @@ import jwt
 from fastmcp.server.auth import AccessToken, TokenVerifier
 
 from ..core.errors import ConfigError
+from ..core.limits import JWKS_FETCH_SECONDS, JWT_LEEWAY_SECONDS
 
 log = logging.getLogger("agent_workspace_mcp")
 
-JWT_LEEWAY_SECONDS = 30
 ASYMMETRIC = (
     "RS256",
     "RS384",
@@ -95,7 +95,9 @@ class JwtVerifier(TokenVerifier):
             self.algorithm = algorithm or implied
         else:
             self._key = None
-            self._jwks = jwt.PyJWKClient(jwks_url, cache_keys=True, lifespan=300, timeout=10)
+            self._jwks = jwt.PyJWKClient(
+                jwks_url, cache_keys=True, lifespan=300, timeout=int(JWKS_FETCH_SECONDS)
+            )
             self.algorithm = algorithm or "RS256"
         if self.algorithm not in ASYMMETRIC and secret is None:
             raise ConfigError(

@@ -11,6 +11,7 @@ import stat
 
 from ..containment import locate
 from ..errors import ConfigError, NotFoundError, WorkspaceError, WrongTypeError
+from ..limits import GITIGNORE_MAX_BYTES
 from ..textio import kind_of, read_bytes
 from ..workspaces import Workspace
 from . import python_engine, ripgrep_engine
@@ -79,7 +80,7 @@ def _read_gitignore(ws: Workspace, directory: str) -> str | None:
         with locate(ws, rel if ws.confined else "/" + rel) as loc:
             if loc.lstat() is None:
                 return None
-            data, _ = read_bytes(loc, 1 << 20)
+            data, _ = read_bytes(loc, GITIGNORE_MAX_BYTES)
     except WorkspaceError:
         return None
     return data.decode("utf-8", "replace")

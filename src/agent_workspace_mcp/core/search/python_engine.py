@@ -17,7 +17,13 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from ..errors import WorkspaceError
-from ..limits import ANSWER_BYTES, BINARY_SNIFF_BYTES, GREP_BYTES_PER_FILE, GREP_TIME_BUDGET_SECONDS
+from ..limits import (
+    ANSWER_BYTES,
+    BINARY_SNIFF_BYTES,
+    GITIGNORE_MAX_BYTES,
+    GREP_BYTES_PER_FILE,
+    GREP_TIME_BUDGET_SECONDS,
+)
 from .results import (
     GrepQuery,
     GrepResult,
@@ -79,7 +85,7 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = os.read(fd, 1 << 20)
+        data = os.read(fd, GITIGNORE_MAX_BYTES)
     finally:
         os.close(fd)
     lines = data.decode("utf-8", "replace").splitlines()

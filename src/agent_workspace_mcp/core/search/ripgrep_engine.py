@@ -40,6 +40,7 @@ from ..errors import InvalidArgumentError, WorkspaceError
 from ..limits import (
     ANSWER_BYTES,
     BINARY_SNIFF_BYTES,
+    DIR_FD_CACHE,
     GREP_BYTES_PER_FILE,
     GREP_TIME_BUDGET_SECONDS,
     IGNORED_DIRS,
@@ -266,7 +267,7 @@ class _DirCache:
     one per file) keeps the binary sniff cheap without giving up the walk's guarantee.
     """
 
-    def __init__(self, ws: Workspace, size: int = 32) -> None:
+    def __init__(self, ws: Workspace, size: int = DIR_FD_CACHE) -> None:
         self._ws = ws
         self._size = size
         self._fds: dict[str, int] = {}
