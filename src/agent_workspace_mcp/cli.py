@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .console import say
 from .core.errors import ConfigError
 from .settings import Settings, layered_env, parse_api_keys, parse_workspace_flag, truthy
 
@@ -342,6 +343,10 @@ def _shell_mode(args: argparse.Namespace, env: dict[str, str]) -> str | None:
     return "allowlist" if truthy(env.get("WORKSPACE_MCP_SHELL")) else None
 
 
+def _warn(message: str) -> None:
+    say(f"WARNING: {message}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_sources(argv)
@@ -356,25 +361,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         app, services = build(settings)
     except ConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        say(f"error: {exc}")
         return 2
     if settings.shell_mode == "any":
-        print(
-            f"{PROG}: WARNING: --shell-any: the connected agent can run any program as this "
-            "user (bash included). This is not a sandbox.",
-            file=sys.stderr,
+        _warn(
+            "--shell-any: the connected agent can run any program as this user (bash "
+            "included). This is not a sandbox."
         )
     if settings.http and settings.no_auth:
-        print(
-            f"{PROG}: WARNING: --no-auth: anyone who can reach {settings.host}:{settings.port} "
-            "can read and write the workspace.",
-            file=sys.stderr,
+        _warn(
+            f"--no-auth: anyone who can reach {settings.host}:{settings.port} can read and "
+            "write the workspace."
         )
     if settings.unconfined:
-        print(
-            f"{PROG}: WARNING: --unconfined: every path on this machine that this user can reach "
-            "is readable and writable by the connected agent. There is no workspace boundary.",
-            file=sys.stderr,
+        _warn(
+            "--unconfined: every path on this machine that this user can reach is readable "
+            "and writable by the connected agent. There is no workspace boundary."
         )
     if settings.http:
         from .transports.http import run_http

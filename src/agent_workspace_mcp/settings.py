@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .core.errors import ConfigError
 
@@ -73,7 +73,6 @@ class Settings:
     stateless: bool = False
     allow_remote_exec: bool = False
     rate_limit: float | None = None  # requests per second per subject
-    extra: Mapping[str, str] = field(default_factory=dict)
 
 
 def parse_workspace_flag(value: str) -> tuple[str, str]:

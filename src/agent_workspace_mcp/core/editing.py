@@ -203,7 +203,7 @@ def _difference(found: list[str], wanted: list[str], start: int) -> str:
         )
     for offset, (have, want) in enumerate(zip(found, wanted, strict=False)):
         if have != want:
-            return f"line {start + offset + 1} is {_clip(have)!r} but oldString has {_clip(want)!r}"
+            return f"line {start + offset + 1} is {clip(have)!r} but oldString has {clip(want)!r}"
     return f"the file has {len(found)} lines there but oldString has {len(wanted)}"
 
 
@@ -224,7 +224,8 @@ def _indent(lines: list[str]) -> str:
     return "no indentation"
 
 
-def _clip(value: str, width: int = 60) -> str:
+def clip(value: str, width: int = 60) -> str:
+    """A long line shortened for an error sentence."""
     return value if len(value) <= width else value[: width - 3] + "..."
 
 

@@ -23,7 +23,7 @@ from .errors import (
     describe_os_error,
 )
 from .hints import not_found
-from .limits import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, MIB, STATE_DIR_NAME
+from .limits import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, MIB
 from .textio import is_binary, kind_of, open_regular
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -192,8 +192,3 @@ def describe(loc: Located) -> FileInfo:
         lines=lines,
         sha256=digest.hexdigest(),
     )
-
-
-def is_state_path(loc: Located) -> bool:
-    """Whether the located path is the workspace's own `.workspace-mcp` state."""
-    return bool(loc.real_parts) and loc.real_parts[0] == STATE_DIR_NAME and loc.workspace.confined

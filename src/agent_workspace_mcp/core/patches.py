@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .editing import clip
 from .errors import WorkspaceError
 
 _HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -194,13 +195,9 @@ def _mismatch(display: str, number: int, hunk: Hunk, lines: list[str], expected:
         at = expected + i
         have = lines[at] if at < len(lines) else None
         if have != want:
-            shown = "end of file" if have is None else repr(_clip(have))
+            shown = "end of file" if have is None else repr(clip(have))
             return (
                 f"hunk {number} ({hunk.header}) of {display} does not apply: "
-                f"line {at + 1} is {shown} but the hunk expects {_clip(want)!r}"
+                f"line {at + 1} is {shown} but the hunk expects {clip(want)!r}"
             )
     return f"hunk {number} ({hunk.header}) of {display} does not apply"
-
-
-def _clip(value: str, width: int = 60) -> str:
-    return value if len(value) <= width else value[: width - 3] + "..."

@@ -46,7 +46,6 @@ def scrubbed_env(
     *,
     secrets: Iterable[str] = (),
     patterns: Iterable[str] = (),
-    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """`base` minus known secret names, names matching `patterns`, and any variable whose
     value is one of the server's own configured secrets (whatever it is called)."""
@@ -61,8 +60,6 @@ def scrubbed_env(
         env[name] = value
     env["NO_COLOR"] = "1"
     env["FORCE_COLOR"] = "0"
-    if extra:
-        env.update(extra)
     return env
 
 

@@ -20,7 +20,6 @@ import ipaddress
 import json
 import logging
 import stat
-import sys
 from collections.abc import Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from fastmcp import FastMCP
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
+from ..console import say
 from ..core.containment import locate
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.limits import HTTP_TRACKED_SESSIONS
@@ -217,7 +217,7 @@ def build_http_app(app: FastMCP, services: Services):
                 yield
         finally:
             services.shutdown.run()
-            print("agent-workspace-mcp: stopped, cleanup done", file=sys.stderr, flush=True)
+            say("stopped, cleanup done")
 
     inner.router.lifespan_context = lifespan
     asgi = ApiKeyHeader(inner)
@@ -254,7 +254,7 @@ def run_http(app: FastMCP, services: Services) -> int:
     settings = services.settings
     asgi = build_http_app(app, services)
     url = f"http://{settings.host}:{settings.port}{MCP_PATH}"
-    print(f"agent-workspace-mcp: serving {url}", file=sys.stderr, flush=True)
+    say(f"serving {url}")
     config = uvicorn.Config(
         asgi,
         host=settings.host,

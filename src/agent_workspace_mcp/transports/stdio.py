@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import threading
 
 import anyio
 from fastmcp import FastMCP
 
+from ..console import say
 from ..core.limits import SHUTDOWN_CLEANUP_SECONDS
 from ..services import Services
 
@@ -26,7 +26,7 @@ def _finish_and_exit(services: Services, reason: str) -> None:
     worker = threading.Thread(target=services.shutdown.run, daemon=True)
     worker.start()
     worker.join(SHUTDOWN_CLEANUP_SECONDS)
-    print(f"agent-workspace-mcp: stopped ({reason}), cleanup done", file=sys.stderr, flush=True)
+    say(f"stopped ({reason}), cleanup done")
     os._exit(0)
 
 
@@ -45,5 +45,5 @@ def run_stdio(app: FastMCP, services: Services) -> int:
 
     anyio.run(main)
     services.shutdown.run()
-    print("agent-workspace-mcp: stopped (stdin closed), cleanup done", file=sys.stderr, flush=True)
+    say("stopped (stdin closed), cleanup done")
     return 0

@@ -274,8 +274,11 @@ def grep(
 def searched_lines(dir_fd: int, name: str) -> list[str] | None:
     """The lines grep searches in a file: None for binary, only whole lines of the first 1 MiB."""
     data = read_head(dir_fd, name, GREP_BYTES_PER_FILE + 1)
-    if data is None:
-        return None
+    return None if data is None else lines_searched_in(data)
+
+
+def lines_searched_in(data: bytes) -> list[str] | None:
+    """`data` is up to GREP_BYTES_PER_FILE + 1 bytes of a file's start; None if binary."""
     text = searchable_text(data[:GREP_BYTES_PER_FILE], len(data) > GREP_BYTES_PER_FILE)
     if text is None:
         return None

@@ -47,7 +47,7 @@ from ..limits import (
 )
 from ..textio import read_range
 from ..workspaces import Workspace
-from .python_engine import SearchTimeout, read_head, searchable_text
+from .python_engine import SearchTimeout, lines_searched_in, read_head
 from .results import (
     GrepQuery,
     GrepResult,
@@ -249,13 +249,8 @@ def _lines_for(ws: Workspace, rel: str, texts: dict[int, str], context: int):
 
     def read() -> list[str]:
         data = _read(ws, rel, GREP_BYTES_PER_FILE + 1)
-        if data is None:
-            return [texts.get(i, "") for i in range(max(texts) + 1)]
-        text = searchable_text(data[:GREP_BYTES_PER_FILE], len(data) > GREP_BYTES_PER_FILE) or ""
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        return lines
+        lines = lines_searched_in(data) if data is not None else None
+        return lines if lines is not None else [texts.get(i, "") for i in range(max(texts) + 1)]
 
     return read
 
