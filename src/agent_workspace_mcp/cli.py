@@ -166,6 +166,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--tasks", action="store_true", default=None, help="enable run_task only")
     ex.add_argument(
+        "--pass-env",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="pass this variable to commands although its name looks like a secret (repeatable)",
+    )
+    ws.add_argument(
+        "--allow-git-writes",
+        action="store_true",
+        default=None,
+        help="let file tools write under .git (refused by default: hooks and config there "
+        "run as you)",
+    )
+    ex.add_argument(
         "--sandbox",
         choices=["bwrap"],
         help="run every command under bubblewrap (workspace writable, rest read-only, no network)",
@@ -249,6 +263,12 @@ def settings_from_sources(
     max_timeout = _int_env(env, "WORKSPACE_SHELL_MAX_TIMEOUT", 600)
     journal_max = _int_env(env, "WORKSPACE_MCP_JOURNAL_MAX_BYTES", 5 * 1024 * 1024)
     scrub = tuple(p.strip() for p in env.get("WORKSPACE_MCP_SCRUB_ENV", "").split(",") if p.strip())
+    pass_env = _names(args.pass_env, env.get("WORKSPACE_MCP_PASS_ENV"))
+    allow_git_writes = (
+        args.allow_git_writes
+        if args.allow_git_writes is not None
+        else truthy(env.get("WORKSPACE_MCP_ALLOW_GIT_WRITES"))
+    )
     api_keys = parse_api_keys(
         list(args.api_key)
         or [k.strip() for k in env.get("WORKSPACE_MCP_API_KEYS", "").split(",") if k.strip()]
@@ -297,6 +317,8 @@ def settings_from_sources(
         promote_after_ms=promote,
         shell_max_timeout_seconds=max_timeout,
         scrub_env=scrub,
+        pass_env=pass_env,
+        allow_git_writes=allow_git_writes,
         job_dir=env.get("WORKSPACE_MCP_JOB_DIR") or None,
         journal_max_bytes=journal_max,
         skills_dir=env.get("WORKSPACE_SKILLS_DIR") or ".agents/skills",

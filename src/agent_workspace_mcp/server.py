@@ -127,9 +127,13 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     settings = _exec_allowed(settings)
     auth = _auth(settings)
     if settings.unconfined:
-        registry = WorkspaceRegistry.unconfined(os.getcwd())
+        registry = WorkspaceRegistry.unconfined(
+            os.getcwd(), allow_git_writes=settings.allow_git_writes
+        )
     else:
-        registry = WorkspaceRegistry.confined(settings.root, settings.workspaces)
+        registry = WorkspaceRegistry.confined(
+            settings.root, settings.workspaces, allow_git_writes=settings.allow_git_writes
+        )
     services = Services(
         settings=settings,
         workspaces=registry,

@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from .core.changes import Changes
+from .core.commands import safe_path_dirs
 from .core.jobs import JobRegistry, default_job_dir
 from .core.limits import JOURNAL_MAX_BYTES_DEFAULT
 from .core.locks import PathLocks
@@ -39,7 +40,14 @@ class Services:
     sessions: dict = field(default_factory=dict)
 
     def child_env(self) -> dict[str, str]:
-        """The environment every command gets: ours, minus secrets, plus NO_COLOR."""
+        """The environment every child process gets: ours, minus secrets, plus NO_COLOR."""
         return scrubbed_env(
-            os.environ, secrets=self.settings.secret_values(), patterns=self.settings.scrub_env
+            os.environ,
+            secrets=self.settings.secret_values(),
+            patterns=self.settings.scrub_env,
+            keep=self.settings.pass_env,
         )
+
+    def child_path_dirs(self) -> list[str]:
+        """PATH entries a child's executable may come from: absolute, outside every root."""
+        return safe_path_dirs(os.environ.get("PATH", ""), self.workspaces.roots())

@@ -46,6 +46,8 @@ class Settings:
     promote_after_ms: int = 45_000
     shell_max_timeout_seconds: int = 600
     scrub_env: Sequence[str] = ()  # extra variable-name globs removed from children
+    pass_env: Sequence[str] = ()  # variables passed to children although secret-shaped
+    allow_git_writes: bool = False  # file tools may write under .git (and bwrap binds it rw)
     job_dir: str | None = None
     # credentials (HTTP); also scrubbed from every child environment
     token: str | None = None

@@ -17,6 +17,7 @@ from agent_workspace_mcp.core.fileops import remove_tree
 from agent_workspace_mcp.core.search import python_engine
 from agent_workspace_mcp.core.search.results import GrepQuery
 from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
+from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.conftest import open_client
 from tests.helpers import fails, ok
 
@@ -280,7 +281,7 @@ def test_catastrophic_pattern_is_bounded_in_the_python_engine(ws: Path) -> None:
     with pytest.raises(
         WorkspaceError, match=r"took longer than 0.5 s \(catastrophic backtracking\?\)"
     ):
-        python_engine.grep(str(ws), "", True, query, [], budget=0.5)
+        python_engine.grep(WorkspaceRegistry.confined(str(ws)).primary, "", True, query, [], budget=0.5)
 
 
 def test_python_walk_survives_a_tree_deeper_than_the_recursion_limit(ws: Path) -> None:
@@ -303,7 +304,7 @@ def test_python_walk_survives_a_tree_deeper_than_the_recursion_limit(ws: Path) -
         no_ignore=False,
     )
     try:
-        result = python_engine.grep(str(ws), "", True, query, [])
+        result = python_engine.grep(WorkspaceRegistry.confined(str(ws)).primary, "", True, query, [])
         assert result.matches == 1 and result.hits[0].path.endswith("/deep.txt")
     finally:
         # pytest's own temp cleanup recurses and would fail on this tree.

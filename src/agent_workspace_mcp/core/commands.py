@@ -154,16 +154,35 @@ def task_argv(runner: str, task: str, rel_paths: list[str]) -> list[str]:
     return argv
 
 
-def bwrap_prefix(bwrap: str, workspace_root: str, cwd: str) -> list[str]:
+def bwrap_prefix(
+    bwrap: str,
+    workspace_root: str,
+    cwd: str,
+    *,
+    root_fd: int | None = None,
+    read_only: Sequence[tuple[int, str]] = (),
+) -> list[str]:
     """bubblewrap: the workspace read-write, everything else read-only, private /tmp,
-    no network, own PID namespace, and the sandbox dies with the server."""
+    no network, own PID namespace, and the sandbox dies with the server.
+
+    `root_fd` binds the checked workspace directory itself (not whatever its path names
+    now); `read_only` are (fd, destination) pairs bound read-only on top, for `.git`
+    and the server's state directory.
+    """
+    root_bind = (
+        ["--bind", workspace_root, workspace_root]
+        if root_fd is None
+        else ["--bind-fd", str(root_fd), workspace_root]
+    )
+    protected = [arg for fd, dest in read_only for arg in ("--ro-bind-fd", str(fd), dest)]
     return [
         bwrap,
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
-        "--bind", workspace_root, workspace_root,
+        *root_bind,
+        *protected,
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",

@@ -14,6 +14,15 @@ that fd, so what was checked is what gets used.
 Component-wise `openat` is used rather than Linux `openat2(RESOLVE_BENEATH)` because
 RESOLVE_BENEATH refuses absolute symlinks even when they point inside the root, and
 real repositories contain those; the walk gives the same guarantee portably.
+
+The walk starts from `open_root()`, which is also what every subprocess (rg, git,
+commands) gets as its working directory (`/proc/self/fd/N`), so a subpath session's
+root is reached the same checked way everywhere.
+
+Writes (`write=True`) are also where the host-integrity policy lives: nothing under a
+`.git` (hooks and config there run later as the user, outside any sandbox) unless the
+operator allowed it, and nothing under `.workspace-mcp/` (the server's own journal and
+notes, written only through the memory tools).
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import os
 import posixpath
 import stat
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .errors import (
@@ -32,11 +42,110 @@ from .errors import (
     OutsideWorkspaceError,
     WorkspaceError,
     WrongTypeError,
+    describe_os_error,
 )
-from .limits import PATH_MAX_CHARS, SYMLINK_HOPS
+from .limits import PATH_MAX_CHARS, STATE_DIR_NAME, SYMLINK_HOPS
 from .workspaces import Workspace
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+GIT_DIR_NAME = ".git"
+
+
+class ProtectedPathError(WorkspaceError):
+    """A write under `.git` or `.workspace-mcp/`, refused by policy."""
+
+
+class SessionRootGoneError(WorkspaceError):
+    """A subpath session's directory is no longer the one it was opened on."""
+
+
+def open_root(ws: Workspace) -> int:
+    """An fd on the workspace root; for a subpath session, the very directory it opened on.
+
+    The subpath is walked from the primary root with O_NOFOLLOW (its components were
+    resolved once, so none is a symlink) and its identity compared with the recorded
+    one: a directory replaced by a symlink, or moved and recreated, is refused.
+    """
+    if ws.anchor is None or ws.subpath is None:
+        return os.open(ws.root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    fd = open_root(ws.anchor)
+    try:
+        for part in ws.subpath.parts:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise _gone(ws) from None
+    if (st.st_dev, st.st_ino) != ws.subpath.ident:
+        os.close(fd)
+        raise _gone(ws)
+    return fd
+
+
+def _gone(ws: Workspace) -> SessionRootGoneError:
+    rel = ws.subpath.rel if ws.subpath else ws.root
+    return SessionRootGoneError(
+        f"this session's directory {rel} was moved or replaced since the session opened; "
+        "open a new session"
+    )
+
+
+def open_dir(ws: Workspace, rel_parts: tuple[str, ...] = ()) -> int:
+    """An fd on a directory given by real (symlink-free) components below the root."""
+    fd = open_root(ws)
+    for part in rel_parts:
+        try:
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            raise WorkspaceError(
+                f"{'/'.join(rel_parts)}: changed while being opened; retry"
+            ) from None
+        os.close(fd)
+        fd = nxt
+    return fd
+
+
+@contextlib.contextmanager
+def root_cwd(ws: Workspace, rel_parts: tuple[str, ...] = ()) -> Iterator[str]:
+    """A working directory for a child process: `/proc/self/fd/N` of the checked directory.
+
+    The kernel resolves that magic link to the directory object itself, so the child
+    starts exactly where the walk ended, whatever is renamed or swapped meanwhile.
+    `rel_parts` are real (symlink-free) components below the root.
+    """
+    fd = open_dir(ws, rel_parts)
+    try:
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
+
+
+def parts_below(ws: Workspace, real_abs: str) -> tuple[str, ...]:
+    """The components of a resolved absolute path below the root (inverse of `real_abs`)."""
+    inside = _strip_root(ws, real_abs) if ws.confined else _split(real_abs)
+    if inside is None:
+        raise OutsideWorkspaceError(real_abs)
+    return tuple(inside)
+
+
+def protected_reason(ws: Workspace, parts: tuple[str, ...], shown: str) -> str | None:
+    """Why a write at these real components is refused, or None when it is allowed."""
+    for part in parts:
+        folded = part.casefold()
+        if folded == GIT_DIR_NAME and not ws.allow_git_writes:
+            return (
+                f"{shown}: writing inside .git is refused (hooks and config there run as the "
+                "user); the operator can allow it with --allow-git-writes"
+            )
+        if folded == STATE_DIR_NAME:
+            return (
+                f"{shown}: {STATE_DIR_NAME}/ holds the server's own journal and notes and is "
+                "read-only to file tools; use remember or the change tools"
+            )
+    return None
 
 
 @dataclass
@@ -52,6 +161,10 @@ class Located:
     name: str
     real_parts: tuple[str, ...]  # components from the root after resolving symlinks
     display: str  # the caller's path, normalized, as answers should show it
+    # Missing parent directories, created only by `make_parents()` (`defer_parents=True`),
+    # so a dry run or a rejected change leaves no directory behind.
+    missing: tuple[str, ...] = ()
+    created: list[int] | None = None  # fds of directories make_parents() created, innermost last
 
     @property
     def is_root(self) -> bool:
@@ -66,8 +179,51 @@ class Located:
     def real_abs(self) -> str:
         return posixpath.join(self.workspace.root, *self.real_parts)
 
+    def make_parents(self) -> list[tuple[int, str]]:
+        """Create the deferred missing directories; returns (parent fd, name) of each created.
+
+        Each is made with `mkdirat` and re-opened with O_NOFOLLOW, so a racing symlink
+        is caught. The caller owns the returned fds: `remove_created()` undoes them,
+        `forget_created()` keeps them.
+        """
+        made: list[tuple[int, str]] = []
+        while self.missing:
+            comp, *rest = self.missing
+            try:
+                os.mkdir(comp, 0o777, dir_fd=self.dir_fd)
+                made.append((os.dup(self.dir_fd), comp))
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                remove_created(made)
+                raise WorkspaceError(describe_os_error(exc, self.display)) from None
+            try:
+                fd = os.open(comp, _DIR_FLAGS, dir_fd=self.dir_fd)
+            except OSError:
+                remove_created(made)
+                raise WorkspaceError(
+                    f"{self.display}: changed while being created; retry"
+                ) from None
+            os.close(self.dir_fd)
+            self.dir_fd = fd
+            self.missing = tuple(rest)
+        return made
+
+    @contextlib.contextmanager
+    def parents_made(self) -> Iterator[None]:
+        """Create the deferred parents for the body; remove them again if it fails."""
+        made = self.make_parents()
+        try:
+            yield
+        except BaseException:
+            remove_created(made)
+            raise
+        forget_created(made)
+
     def lstat(self) -> os.stat_result | None:
         """The entry itself (a symlink is not followed), or None when it does not exist."""
+        if self.missing:
+            return None
         try:
             if self.is_root:
                 return os.fstat(self.dir_fd)
@@ -85,6 +241,22 @@ class Located:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def remove_created(made: list[tuple[int, str]]) -> None:
+    """Remove directories `make_parents()` created (innermost first), if still empty."""
+    for dir_fd, name in reversed(made):
+        with contextlib.suppress(OSError):
+            os.rmdir(name, dir_fd=dir_fd)
+        os.close(dir_fd)
+    made.clear()
+
+
+def forget_created(made: list[tuple[int, str]]) -> None:
+    """Keep the directories `make_parents()` created; just release their fds."""
+    for dir_fd, _ in made:
+        os.close(dir_fd)
+    made.clear()
 
 
 def display_path(ws: Workspace, user_path: str) -> str:
@@ -139,6 +311,8 @@ def locate(
     *,
     follow_final: bool = True,
     create_parents: bool = False,
+    defer_parents: bool = False,
+    write: bool = False,
 ) -> Located:
     """Resolve `user_path` inside `ws` and return an open handle on its parent directory.
 
@@ -147,6 +321,10 @@ def locate(
       move, info).
     - `create_parents`: create missing intermediate directories (each one created with
       `mkdirat` and re-opened with O_NOFOLLOW, so a racing symlink is caught).
+    - `defer_parents`: a missing parent is not an error and is not created yet; the
+      handle lists it in `missing` and `make_parents()` creates it when the caller commits.
+    - `write`: the caller will modify the path; writes under `.git` (unless allowed) and
+      under `.workspace-mcp/` are refused (ProtectedPathError), before anything is created.
 
     Raises OutsideWorkspaceError with `path outside workspace root: <input>` for any
     escape, InvalidPathError for malformed input, NotFoundError for a missing parent.
@@ -164,7 +342,17 @@ def locate(
             raise OutsideWorkspaceError(user_path)
     else:
         start = (_strip_root(ws, ws.base) or []) + _split(user_path)
-    return _walk(ws, start, user_path, shown, follow_final, create_parents)
+    if write:
+        reason = protected_reason(ws, tuple(_split(user_path)), shown)
+        if reason:
+            raise ProtectedPathError(reason)
+    located = _walk(ws, start, user_path, shown, follow_final, create_parents, defer_parents)
+    if write:
+        reason = protected_reason(ws, located.real_parts, shown)
+        if reason:
+            located.close()
+            raise ProtectedPathError(reason)
+    return located
 
 
 def _climbs_out(user_path: str) -> bool:
@@ -184,10 +372,11 @@ def _walk(
     shown: str,
     follow_final: bool,
     create_parents: bool,
+    defer_parents: bool = False,
 ) -> Located:
     pending: deque[str] = deque(p for p in parts if p not in ("", "."))
     names: list[str] = []  # real components from the root
-    fds: list[int] = [os.open(ws.root, _DIR_FLAGS & ~os.O_NOFOLLOW)]
+    fds: list[int] = [open_root(ws)]
     hops = 0
 
     def restart_at_link(link_dir_fd: int, link_name: str) -> None:
@@ -235,6 +424,12 @@ def _walk(
             try:
                 fd = os.open(comp, _DIR_FLAGS, dir_fd=fds[-1])
             except FileNotFoundError:
+                if defer_parents and ".." not in pending:
+                    missing = (comp, *[p for p in pending if p != "."])
+                    name = missing[-1]
+                    return Located(
+                        ws, fds.pop(), name, (*names, *missing), shown, missing=missing[:-1]
+                    )
                 if not create_parents:
                     raise NotFoundError(f"{shown}: parent directory not found") from None
                 # A racing creator may win; the O_NOFOLLOW re-open below decides.

@@ -4,20 +4,43 @@ A repository's own configuration can name programs git will run: hooks,
 `core.fsmonitor`, textconv and external diff drivers, clean/smudge filters, a pager,
 a lazy-fetch helper. Every call neutralises them: fixed `-c` overrides, `--no-ext-diff
 --no-textconv`, an empty override for every filter driver the repository configures,
-no system config, no lazy fetch, no optional locks (status must not write the index),
-and an environment with no `GIT_*` variable from the caller. Arguments that start with
-`-` never reach a position where git parses options: paths go after `--`.
+no system config, no lazy fetch, no optional locks (status must not write the index).
+Arguments that start with `-` never reach a position where git parses options: paths
+go after `--`, and `--literal-pathspecs` turns off pathspec magic such as `:/`.
+
+Git must also see nothing outside the workspace:
+
+- The child gets the same scrubbed environment as every command (no tokens, no
+  `GIT_*` from the caller), finds `git` only on PATH entries outside every workspace,
+  and starts in the checked workspace directory (`/proc/self/fd/N`).
+- Before anything runs, the repository is resolved once (`rev-parse`) and checked:
+  a work tree inside the root needs its git dir, common dir and object alternates
+  inside the root too, so a planted `.git` file (`gitdir: /elsewhere`), a
+  `core.worktree` or an alternates entry pointing out is refused. A repository above
+  the root (a monorepo folder as workspace) is accepted only when no `.git` inside the
+  root declared it. Bare repositories are never discovered (`safe.bareRepository`).
+  The checked git dir and work tree are then pinned with `GIT_DIR`/`GIT_WORK_TREE`,
+  so nothing is discovered again.
+- Output is limited to the workspace: pathspec `.` from the workspace directory,
+  `diff --relative`, and status paths re-rooted at the workspace (entries outside it
+  are dropped).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
+from .containment import GIT_DIR_NAME, open_root, root_cwd
 from .errors import WorkspaceError
 from .limits import GIT_OUTPUT_BYTES, GIT_STATUS_TIMEOUT_SECONDS
+from .workspaces import Workspace
 
 _SAFE_CONFIG = (
     "core.fsmonitor=false",
@@ -28,6 +51,7 @@ _SAFE_CONFIG = (
     "core.sshCommand=false",
     "credential.helper=",
     "protocol.allow=never",
+    "safe.bareRepository=explicit",
 )
 _FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process)$")
 
@@ -36,7 +60,7 @@ class GitError(WorkspaceError):
     pass
 
 
-def git_env(base: dict[str, str] | None = None) -> dict[str, str]:
+def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     source = os.environ if base is None else base
     env = {k: v for k, v in source.items() if not k.startswith("GIT_")}
     env.update(
@@ -46,6 +70,7 @@ def git_env(base: dict[str, str] | None = None) -> dict[str, str]:
             "GIT_NO_LAZY_FETCH": "1",
             "GIT_OPTIONAL_LOCKS": "0",
             "GIT_TERMINAL_PROMPT": "0",
+            "GIT_LITERAL_PATHSPECS": "1",
             "GIT_PAGER": "cat",
             "PAGER": "cat",
         }
@@ -53,17 +78,179 @@ def git_env(base: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _git() -> str:
-    git = shutil.which("git")
-    if git is None:
-        raise GitError("git is not installed (not found on PATH)")
-    return git
+@dataclass(frozen=True)
+class Repository:
+    git_dir: str
+    work_tree: str
+    prefix: str  # the workspace directory relative to the work tree ("" at its top)
 
 
-def _run(argv: list[str], root: str, timeout: float) -> subprocess.CompletedProcess:
+def _inside(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+class GitReader:
+    """Runs read-only git for one workspace view with the server's child-process rules.
+
+    `env` gives the scrubbed child environment; `path_dirs` the PATH entries that may
+    provide `git` (absolute, outside every workspace), both read per call so a changed
+    PATH is honoured.
+    """
+
+    def __init__(
+        self,
+        env: Callable[[], Mapping[str, str]],
+        path_dirs: Callable[[], Sequence[str]],
+    ) -> None:
+        self._env = env
+        self._path_dirs = path_dirs
+
+    def _git(self) -> tuple[str, dict[str, str]]:
+        dirs = list(self._path_dirs())
+        git = shutil.which("git", path=os.pathsep.join(dirs))
+        if git is None:
+            raise GitError("git is not installed (not found on PATH)")
+        env = git_env(self._env())
+        env["PATH"] = os.pathsep.join(dirs)
+        return git, env
+
+    def run(self, ws: Workspace, args: list[str], timeout: float) -> str:
+        """Run a read-only git subcommand in the workspace; stdout, or one sentence."""
+        return self._call(ws, args, timeout)[0]
+
+    def status(self, ws: Workspace, timeout: float) -> tuple[str, list[str]]:
+        """The branch header and porcelain v1 lines, paths relative to the workspace."""
+        raw, repo = self._call(ws, ["status", "--porcelain=v1", "-b", "-z", "--", "."], timeout)
+        return _render_status(raw, repo.prefix)
+
+    def _call(self, ws: Workspace, args: list[str], timeout: float) -> tuple[str, Repository]:
+        git, env = self._git()
+        parts = () if ws.confined else tuple(p for p in ws.base.split("/") if p)
+        with root_cwd(ws, parts) as cwd:
+            repo = self._repository(git, env, cwd, ws)
+            env = {**env, "GIT_DIR": repo.git_dir, "GIT_WORK_TREE": repo.work_tree}
+            argv = [git, "--no-pager", "--literal-pathspecs"]
+            for item in _SAFE_CONFIG:
+                argv += ["-c", item]
+            argv += self._filter_overrides(git, env, cwd)
+            out = _run([*argv, *args], cwd, env, timeout)
+        if out.returncode != 0:
+            raise _failure(out)
+        return out.stdout.decode("utf-8", "replace"), repo
+
+    def _repository(self, git: str, env: dict[str, str], cwd: str, ws: Workspace) -> Repository:
+        argv = [git, "--no-pager"]
+        for item in _SAFE_CONFIG:
+            argv += ["-c", item]
+        argv += [
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+            "--show-toplevel",
+        ]
+        out = _run(argv, cwd, env, GIT_STATUS_TIMEOUT_SECONDS)
+        if out.returncode != 0:
+            raise _failure(out)
+        lines = out.stdout.decode("utf-8", "surrogateescape").splitlines()
+        if len(lines) != 3:
+            raise GitError("the workspace is not inside a git work tree")
+        git_dir, common_dir, top = (os.path.realpath(line) for line in lines)
+        here = os.path.realpath(cwd)  # the kernel's name for the checked directory
+        if not _inside(here, top):
+            raise GitError(
+                "the repository's work tree is outside the workspace (core.worktree); "
+                "git tools are refused"
+            )
+        if ws.confined:
+            self._check_declared_inside(ws, git_dir, common_dir, top)
+        prefix = "" if here == top else here[len(top) :].strip("/")
+        return Repository(git_dir, top, prefix)
+
+    @staticmethod
+    def _check_declared_inside(ws: Workspace, git_dir: str, common_dir: str, top: str) -> None:
+        boundary = (ws.anchor or ws).root
+        refused = GitError(
+            "the repository's git directory or work tree is declared inside the workspace "
+            "but resolves outside it; git tools are refused"
+        )
+        if _inside(top, boundary):
+            for path in (git_dir, common_dir, *_alternates(git_dir), *_alternates(common_dir)):
+                if not _inside(path, boundary):
+                    raise refused
+            return
+        # The work tree is above the root: legitimate only if no `.git` between the
+        # workspace directory and the root pointed git there.
+        if _declares_git_inside(ws):
+            raise refused
+
+    @staticmethod
+    def _filter_overrides(git: str, env: dict[str, str], cwd: str) -> list[str]:
+        """`-c filter.<name>.<key>=` for every filter driver the repository configures."""
+        out = _run(
+            [git, "config", "--includes", "--name-only", "--get-regexp", r"^filter\."],
+            cwd,
+            env,
+            GIT_STATUS_TIMEOUT_SECONDS,
+        )
+        overrides = []
+        for line in out.stdout.decode("utf-8", "replace").splitlines():
+            match = _FILTER_KEY.match(line.strip())
+            if match:
+                overrides += ["-c", f"filter.{match.group(1)}.{match.group(2)}="]
+                overrides += ["-c", f"filter.{match.group(1)}.required=false"]
+        return overrides
+
+
+def _alternates(git_dir: str) -> list[str]:
+    """Object directories `objects/info/alternates` adds (each read from outside is a leak)."""
+    path = os.path.join(git_dir, "objects", "info", "alternates")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(64 * 1024)
+    except OSError:
+        return []
+    found = []
+    for raw in data.decode("utf-8", "replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith('"'):
+            with contextlib.suppress(ValueError):
+                line = json.loads(line)
+        found.append(os.path.realpath(os.path.join(git_dir, "objects", line)))
+    return found
+
+
+def _declares_git_inside(ws: Workspace) -> bool:
+    """Whether a `.git` entry exists in the workspace directory or any parent up to the root."""
+    parts = ws.subpath.parts if ws.subpath else ()
+    anchor = ws.anchor or ws
+    fd = open_root(anchor)
+    try:
+        fds = [fd]
+        for part in parts:
+            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        for dir_fd in fds:
+            try:
+                os.stat(GIT_DIR_NAME, dir_fd=dir_fd, follow_symlinks=False)
+                return True
+            except FileNotFoundError:
+                continue
+        return False
+    except OSError:
+        return True
+    finally:
+        for dir_fd in fds:
+            os.close(dir_fd)
+
+
+def _run(
+    argv: list[str], cwd: str, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(
-            argv, cwd=root, env=git_env(), capture_output=True, timeout=timeout,
+            argv, cwd=cwd, env=env, capture_output=True, timeout=timeout,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
@@ -72,42 +259,61 @@ def _run(argv: list[str], root: str, timeout: float) -> subprocess.CompletedProc
         raise GitError(f"git could not start ({exc.strerror})") from None
 
 
-def _filter_overrides(git: str, root: str) -> list[str]:
-    """`-c filter.<name>.<key>=` for every filter driver the repository configures."""
-    out = _run(
-        [git, "-C", root, "config", "--includes", "--name-only", "--get-regexp", r"^filter\."],
-        root,
-        GIT_STATUS_TIMEOUT_SECONDS,
-    )
-    overrides = []
-    for line in out.stdout.decode("utf-8", "replace").splitlines():
-        match = _FILTER_KEY.match(line.strip())
-        if match:
-            overrides += ["-c", f"filter.{match.group(1)}.{match.group(2)}="]
-            overrides += ["-c", f"filter.{match.group(1)}.required=false"]
-    return overrides
+def _failure(out: subprocess.CompletedProcess) -> GitError:
+    message = out.stderr.decode("utf-8", "replace").strip()
+    if "not a git repository" in message:
+        return GitError("the workspace is not a git repository")
+    if "dubious ownership" in message:
+        return GitError("git refuses this repository: it is owned by another user (safe.directory)")
+    if "must be run in a work tree" in message:
+        return GitError("the workspace is a bare git repository, which the git tools do not read")
+    first = message.splitlines()[-1] if message else f"git exited with {out.returncode}"
+    return GitError(f"git failed: {first.removeprefix('fatal: ').removeprefix('error: ')}")
 
 
-def run_git(root: str, args: list[str], timeout: float) -> str:
-    """Run a read-only git subcommand in `root`; stdout as text, or one sentence on failure."""
-    git = _git()
-    argv = [git, "--no-pager"]
-    for item in _SAFE_CONFIG:
-        argv += ["-c", item]
-    argv += _filter_overrides(git, root)
-    argv += ["-C", root, *args]
-    out = _run(argv, root, timeout)
-    if out.returncode != 0:
-        message = out.stderr.decode("utf-8", "replace").strip()
-        if "not a git repository" in message:
-            raise GitError("the workspace is not a git repository")
-        if "dubious ownership" in message:
-            raise GitError(
-                "git refuses this repository: it is owned by another user (safe.directory)"
-            )
-        first = message.splitlines()[-1] if message else f"git exited with {out.returncode}"
-        raise GitError(f"git failed: {first.removeprefix('fatal: ').removeprefix('error: ')}")
-    return out.stdout.decode("utf-8", "replace")
+_NEEDS_QUOTES = re.compile(r'[\x00-\x1f\x7f"\\]|^\s|\s$|^$')
+
+
+def quote_path(path: str) -> str:
+    """A path as one unambiguous token: JSON-quoted when it has controls, quotes or edges."""
+    return json.dumps(path, ensure_ascii=False) if _NEEDS_QUOTES.search(path) else path
+
+
+def _render_status(raw: str, prefix: str) -> tuple[str, list[str]]:
+    """`status -z` re-rooted at the workspace: (branch, lines); entries outside are dropped."""
+    fields = raw.split("\0")
+    branch = "(unknown)"
+    lines: list[str] = []
+    lead = prefix + "/" if prefix else ""
+
+    def local(path: str) -> str | None:
+        if not lead:
+            return path
+        return path[len(lead) :] if path.startswith(lead) else None
+
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if not entry:
+            continue
+        if entry.startswith("## "):
+            branch = entry[3:]
+            continue
+        code, path = entry[:2], entry[3:]
+        old = None
+        if code[0] in "RC" or code[1] in "RC":
+            old = fields[i] if i < len(fields) else None
+            i += 1
+        new_local = local(path)
+        if new_local is None:
+            continue
+        old_local = local(old) if old is not None else None
+        if old_local is not None:
+            lines.append(f"{code} {quote_path(old_local)} -> {quote_path(new_local)}")
+        else:
+            lines.append(f"{code} {quote_path(new_local)}")
+    return branch, lines
 
 
 def head_tail(text: str, limit: int = GIT_OUTPUT_BYTES) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import tempfile
 import threading
 import time
@@ -22,7 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .errors import ConfigError, NotFoundError, WorkspaceError
+from .errors import NotFoundError, WorkspaceError
 from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED
 from .process import CappedLog, Child, strip_ansi
 
@@ -31,6 +32,28 @@ def default_job_dir(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     return env.get("WORKSPACE_MCP_JOB_DIR") or os.path.join(
         tempfile.gettempdir(), "workspace-mcp-jobs"
+    )
+
+
+def _private_dir(path: str) -> bool:
+    """Create `path` (0700) if missing; True when it is a real directory owned by us, 0700."""
+    try:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (
+        stat.S_ISDIR(st.st_mode)
+        and st.st_uid == os.geteuid()
+        and stat.S_IMODE(st.st_mode) & 0o077 == 0
     )
 
 
@@ -71,16 +94,30 @@ class Job:
 class JobRegistry:
     def __init__(self, job_dir: str) -> None:
         self.job_dir = job_dir
+        self._checked = False
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
 
     def _ensure_dir(self) -> None:
-        try:
-            os.makedirs(self.job_dir, mode=0o700, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(
-                f"job log directory {self.job_dir} cannot be created ({exc.strerror})"
-            ) from None
+        """Make sure logs go to a private directory: ours, 0700, not a symlink.
+
+        The default lives in the shared temp directory, where another user (or anything
+        that can write there) may have created it first, or planted a symlink at its
+        name to collect our logs or redirect them. Such a directory is never used: the
+        logs go to a fresh private one instead, and the operator is told once.
+        """
+        if self._checked:
+            return
+        if not _private_dir(self.job_dir):
+            fresh = tempfile.mkdtemp(prefix="workspace-mcp-jobs-")
+            from ..console import say
+
+            say(
+                f"job log directory {self.job_dir} is not private to this user (owner, mode "
+                f"0700, no symlink); using {fresh} instead"
+            )
+            self.job_dir = fresh
+        self._checked = True
 
     def adopt(
         self,

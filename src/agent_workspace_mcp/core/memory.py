@@ -9,6 +9,7 @@ effort: a failure is logged and never changes the tool's own answer.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -137,6 +138,8 @@ class Memory:
         clean = [t.strip().lstrip("#") for t in tags if t.strip().lstrip("#")]
         if len(clean) > REMEMBER_MAX_TAGS:
             raise InvalidArgumentError(f"at most {REMEMBER_MAX_TAGS} tags")
+        if any(_LINE_BREAKING.search(t) or "\t" in t for t in clean):
+            raise InvalidArgumentError("tags must not contain line breaks or control characters")
         long = [t for t in clean if len(t) > REMEMBER_TAG_CHARS]
         if long:
             raise InvalidArgumentError(
@@ -164,28 +167,42 @@ class Memory:
         return self.notes(ws).newest(min(limit, RECALL_MAX), keep)
 
 
+# Characters that end a line somewhere (terminals, editors, models' tokenizers) or
+# control the display: rendered as visible escapes so a record is always one line.
+_LINE_BREAKING = re.compile("[\x00-\x08\x0a-\x1f\x7f\x85\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r"}
+
+
+def one_line(value: object) -> str:
+    """A stored field as display text that can never span or fake a second record."""
+    return _LINE_BREAKING.sub(
+        lambda m: _ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), str(value)
+    )
+
+
 def render_entry(record: dict[str, Any]) -> str:
     """`2026-09-18T07:50:12.000Z  edit_file  src/x.ts  — 2 replacements  [ok]`"""
-    parts = [str(record.get("ts", "?")), str(record.get("tool", "?"))]
+    parts = [one_line(record.get("ts", "?")), one_line(record.get("tool", "?"))]
     paths = record.get("paths") or []
     if paths:
         parts.append(
-            ", ".join(str(p) for p in paths[:5])
+            ", ".join(one_line(p) for p in paths[:5])
             + (f" (+{len(paths) - 5})" if len(paths) > 5 else "")
         )
     line = "  ".join(parts)
     if record.get("detail"):
-        line += f"  — {record['detail']}"
+        line += f"  — {one_line(record['detail'])}"
     if record.get("result"):
-        line += f"  [{record['result']}]"
+        line += f"  [{one_line(record['result'])}]"
     if record.get("change"):
-        line += f"  #{record['change']}"
+        line += f"  #{one_line(record['change'])}"
     return line
 
 
 def render_note(record: dict[str, Any]) -> str:
-    """`2026-09-18  [#auth #todo]  Refactored auth middleware...`"""
-    day = str(record.get("ts", ""))[:10] or "????-??-??"
-    tags = [str(t) for t in record.get("tags") or []]
+    """`2026-09-18  [#auth #todo]  Refactored auth middleware...`, always one line
+    (a line break inside the text shows as a literal backslash-n)."""
+    day = one_line(str(record.get("ts", ""))[:10] or "????-??-??")
+    tags = [one_line(t) for t in record.get("tags") or []]
     label = f"  [{' '.join('#' + t for t in tags)}]" if tags else ""
-    return f"{day}{label}  {record.get('text', '')}"
+    return f"{day}{label}  {one_line(record.get('text', ''))}"

@@ -34,6 +34,17 @@ from .limits import (
 
 # Always removed from a child's environment (the backbone document's list).
 SCRUBBED_ENV = ("MCP_TOKEN", "CONTROL_PLANE_API_KEY", "OPENAI_API_KEY", "OPENAI_ADMIN_KEY")
+# issue 11: secrets are removed by the shape of their name, not by a list of known
+# names, since every service invents its own (`MY_SERVICE_TOKEN`). Matched against the
+# upper-cased name; `--pass-env NAME` lets a named variable through.
+SECRET_NAME_PATTERNS = (
+    "*TOKEN", "*TOKEN_*", "*SECRET", "*SECRET_*", "*SECRETS",
+    "*_KEY", "*_KEYS", "*_KEY_*", "*API_KEY*", "*APIKEY*", "*PRIVATE_KEY*",
+    "*PASSWORD*", "*PASSWD*", "*_PASS", "*PASSPHRASE*",
+    "*CREDENTIAL", "*CREDENTIALS", "*CREDENTIALS_*", "*_AUTH", "*AUTH_TOKEN*",
+    "*_PAT", "*COOKIE*", "*_DSN", "*DATABASE_URL*",
+    "AWS_*", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCNAME",
+)  # fmt: skip
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
@@ -41,21 +52,33 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+def is_secret_name(name: str, extra: Iterable[str] = ()) -> bool:
+    """Whether a variable name looks like a secret (built-in shapes or the `extra` globs)."""
+    if name in SCRUBBED_ENV:
+        return True
+    upper = name.upper()
+    if any(fnmatch.fnmatchcase(upper, glob) for glob in SECRET_NAME_PATTERNS):
+        return True
+    return any(fnmatch.fnmatchcase(name, glob) for glob in extra if glob)
+
+
 def scrubbed_env(
     base: Mapping[str, str],
     *,
     secrets: Iterable[str] = (),
     patterns: Iterable[str] = (),
+    keep: Iterable[str] = (),
 ) -> dict[str, str]:
-    """`base` minus known secret names, names matching `patterns`, and any variable whose
-    value is one of the server's own configured secrets (whatever it is called)."""
+    """`base` minus secret-shaped names (SECRET_NAME_PATTERNS, the backbone list and
+    `patterns`) unless named in `keep`, and minus any variable whose value is one of
+    the server's own configured secrets, whatever it is called and even if kept."""
     secret_values = {s for s in secrets if s}
-    globs = [p for p in patterns if p]
+    kept = set(keep)
     env = {}
     for name, value in base.items():
-        if name in SCRUBBED_ENV or value in secret_values:
+        if value in secret_values:
             continue
-        if any(fnmatch.fnmatchcase(name, glob) for glob in globs):
+        if name not in kept and is_secret_name(name, patterns):
             continue
         env[name] = value
     env["NO_COLOR"] = "1"
@@ -107,7 +130,8 @@ class CappedLog:
         self.cap = cap
         self.size = 0
         self.capped = False
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+        # O_EXCL: a job id is new, so an existing file at its name was planted.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
         self._fd = os.open(path, flags, 0o600)
 
     def write(self, data: bytes) -> None:
@@ -144,6 +168,7 @@ class Child:
         executable: str | None,
         cwd: str,
         env: Mapping[str, str],
+        pass_fds: tuple[int, ...] = (),
     ) -> None:
         self.argv = argv
         self.started = time.monotonic()
@@ -160,6 +185,7 @@ class Child:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            pass_fds=pass_fds,
         )
         self.pid = self.proc.pid
         self.finished = threading.Event()  # the pump is done: output complete, child reaped

@@ -9,23 +9,127 @@ server and an HTTP server). Read-modify-write sequences and appends hold an excl
 `flock` on `.workspace-mcp/.lock` (plus a thread lock, since flock between threads of
 one process is only reliable across separate open file descriptions), so no update
 is lost and no JSON line interleaves.
+
+Every state file is opened without following a symlink and without blocking, and
+must then be a regular file with exactly one link: a FIFO would hang every later call,
+a hard link would send journal appends (or `recall` reads) to a file outside the
+root. Anything else at a state file's name is reported once on stderr, removed (only
+the name in our directory: a hard link's other names are untouched) and recreated.
+The file tools cannot write under `.workspace-mcp/` at all (containment's write policy).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from .containment import Located, locate
-from .errors import NotFoundError, WorkspaceError
-from .limits import STATE_DIR_NAME, STATE_READ_BYTES
-from .textio import atomic_write, read_bytes, read_range
+from .errors import NotFoundError, TooLargeError, WorkspaceError
+from .limits import MAX_FILE_BYTES, MIB, STATE_DIR_NAME, STATE_READ_BYTES
+from .textio import atomic_write, kind_of
 from .workspaces import Workspace
+
+_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(loc: Located, what: str) -> None:
+    from ..console import say
+
+    key = (loc.real_abs, what)
+    if key not in _warned:
+        _warned.add(key)
+        say(f"{loc.real_abs}: was {what}, not a plain state file; replaced it with a new one")
+
+
+def _unsafe(st: os.stat_result) -> str | None:
+    """What is wrong with an opened state file, or None for a regular file with one link."""
+    if not stat.S_ISREG(st.st_mode):
+        return f"a {kind_of(st.st_mode)}"
+    if st.st_nlink != 1:
+        return f"a hard link ({st.st_nlink} names)"
+    return None
+
+
+def _discard(loc: Located, what: str) -> None:
+    """Remove whatever sits at a state file's name (never following it) and say so."""
+    _warn_once(loc, what)
+    try:
+        os.unlink(loc.name, dir_fd=loc.dir_fd)
+    except FileNotFoundError:
+        pass
+    except IsADirectoryError:
+        raise WorkspaceError(
+            f"{STATE_DIR_NAME}/{loc.name} is a directory; remove it to let the server use it"
+        ) from None
+    except OSError as exc:
+        if exc.errno != errno.EISDIR and exc.errno != errno.EPERM:
+            raise
+        raise WorkspaceError(
+            f"{STATE_DIR_NAME}/{loc.name} is a directory; remove it to let the server use it"
+        ) from None
+
+
+def open_state(loc: Located, flags: int, *, create: bool) -> int | None:
+    """An fd on a safe state file: regular, one link, reached without following links.
+
+    Returns None when the file does not exist and `create` is false. A FIFO, socket,
+    device, symlink or hard link at the name is discarded (and recreated if `create`).
+    """
+    for _ in range(3):  # a racing writer may plant something again; give up after that
+        try:
+            fd = os.open(loc.name, flags | _OPEN_FLAGS, 0o600, dir_fd=loc.dir_fd)
+        except FileNotFoundError:
+            if not create:
+                return None
+            try:
+                fd = os.open(
+                    loc.name, flags | _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=loc.dir_fd
+                )
+            except FileExistsError:
+                continue
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                what = {errno.ELOOP: "a symlink", errno.ENXIO: "a FIFO or socket"}.get(
+                    exc.errno or 0, "a directory"
+                )
+                _discard(loc, what)
+                continue
+            raise
+        problem = _unsafe(os.fstat(fd))
+        if problem is None:
+            return fd
+        os.close(fd)
+        _discard(loc, problem)
+    raise WorkspaceError(f"{STATE_DIR_NAME}/{loc.name} keeps being replaced; retry")
+
+
+def _read_state(loc: Located, offset: int = 0, size: int = MAX_FILE_BYTES) -> bytes | None:
+    fd = open_state(loc, os.O_RDONLY, create=False)
+    if fd is None:
+        return None
+    try:
+        if offset == 0 and size == MAX_FILE_BYTES and os.fstat(fd).st_size > size:
+            raise TooLargeError(f"{STATE_DIR_NAME}/{loc.name} is too large to read")
+        chunks, remaining, position = [], size, offset
+        while remaining > 0:
+            chunk = os.pread(fd, min(remaining, MIB), position)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+            position += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
 
 _thread_locks: dict[str, threading.RLock] = {}
 _thread_locks_guard = threading.Lock()
@@ -35,6 +139,16 @@ def state_rel(ws: Workspace, *parts: str) -> str:
     """A state path as `locate()` takes it (relative to the base; absolute when unconfined)."""
     rel = "/".join((STATE_DIR_NAME, *parts))
     return rel if ws.confined else os.path.join(ws.state_dir, *parts)
+
+
+def has_state_dir(ws: Workspace) -> bool:
+    """Whether `.workspace-mcp/` exists, asked through the containment walk (never by name)."""
+    try:
+        with locate(ws, state_rel(ws)) as loc:
+            st = loc.lstat()
+    except WorkspaceError:
+        return False
+    return st is not None and stat.S_ISDIR(st.st_mode)
 
 
 def ensure_state_dir(ws: Workspace) -> None:
@@ -70,12 +184,8 @@ def state_lock(ws: Workspace) -> Iterator[None]:
     """Exclusive across threads and processes for this workspace's state."""
     ensure_state_dir(ws)
     with _thread_lock(ws.state_dir), locate(ws, state_rel(ws, ".lock"), create_parents=True) as loc:
-        fd = os.open(
-            loc.name,
-            os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=loc.dir_fd,
-        )
+        fd = open_state(loc, os.O_RDWR, create=True)
+        assert fd is not None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -87,7 +197,7 @@ def state_lock(ws: Workspace) -> Iterator[None]:
 def _existing(ws: Workspace, *parts: str) -> Iterator[Located | None]:
     """The located state file, or None when it (or its directory) does not exist yet."""
     try:
-        loc = locate(ws, state_rel(ws, *parts))
+        loc = locate(ws, state_rel(ws, *parts), follow_final=False)
     except NotFoundError:
         yield None
         return
@@ -98,9 +208,9 @@ def _existing(ws: Workspace, *parts: str) -> Iterator[Located | None]:
 def read_json(ws: Workspace, *parts: str) -> Any:
     """Parsed JSON, None if the file is missing; a one-sentence error naming it if corrupt."""
     with _existing(ws, *parts) as loc:
-        if loc is None:
-            return None
-        data, _ = read_bytes(loc)
+        data = None if loc is None else _read_state(loc)
+    if data is None:
+        return None
     try:
         return json.loads(data)
     except ValueError:
@@ -109,28 +219,44 @@ def read_json(ws: Workspace, *parts: str) -> Any:
         ) from None
 
 
+def _replace(loc: Located, data: bytes) -> None:
+    """Atomic replace; whatever unsafe thing sits at the name is discarded first."""
+    st = loc.lstat()
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        problem = "a symlink" if stat.S_ISLNK(st.st_mode) else _unsafe(st)
+        if problem:
+            _discard(loc, problem)
+    atomic_write(loc, data)
+
+
 def write_json(ws: Workspace, value: Any, *parts: str) -> None:
     data = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    with locate(ws, state_rel(ws, *parts), create_parents=True) as loc:
-        atomic_write(loc, data)
+    with locate(ws, state_rel(ws, *parts), create_parents=True, follow_final=False) as loc:
+        _replace(loc, data)
 
 
 def write_text(ws: Workspace, text: str, *parts: str) -> None:
-    with locate(ws, state_rel(ws, *parts), create_parents=True) as loc:
-        atomic_write(loc, text.encode("utf-8"))
+    with locate(ws, state_rel(ws, *parts), create_parents=True, follow_final=False) as loc:
+        _replace(loc, text.encode("utf-8"))
 
 
 def file_size(ws: Workspace, *parts: str) -> int | None:
     with _existing(ws, *parts) as loc:
-        return None if loc is None else loc.lstat().st_size  # type: ignore[union-attr]
+        if loc is None:
+            return None
+        fd = open_state(loc, os.O_RDONLY, create=False)
+        if fd is None:
+            return None
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            os.close(fd)
 
 
 def read_text(ws: Workspace, *parts: str) -> str | None:
     with _existing(ws, *parts) as loc:
-        if loc is None:
-            return None
-        data, _ = read_bytes(loc)
-    return data.decode("utf-8", "replace")
+        data = None if loc is None else _read_state(loc)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 class JsonlStream:
@@ -147,9 +273,14 @@ class JsonlStream:
             "utf-8"
         )
         lock = contextlib.nullcontext() if locked else state_lock(self.ws)
-        with lock, locate(self.ws, state_rel(self.ws, self.current), create_parents=True) as loc:
-            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-            fd = os.open(loc.name, flags, 0o600, dir_fd=loc.dir_fd)
+        with (
+            lock,
+            locate(
+                self.ws, state_rel(self.ws, self.current), create_parents=True, follow_final=False
+            ) as loc,
+        ):
+            fd = open_state(loc, os.O_WRONLY | os.O_APPEND, create=True)
+            assert fd is not None
             try:
                 os.write(fd, line)
                 size = os.fstat(fd).st_size
@@ -164,10 +295,14 @@ class JsonlStream:
             with _existing(self.ws, name) as loc:
                 if loc is None:
                     return []
-                st = loc.lstat()
-                assert st is not None
-                start = max(0, st.st_size - STATE_READ_BYTES)
-                data, _ = read_range(loc, start, STATE_READ_BYTES)
+                fd = open_state(loc, os.O_RDONLY, create=False)
+                if fd is None:
+                    return []
+                try:
+                    start = max(0, os.fstat(fd).st_size - STATE_READ_BYTES)
+                    data = os.pread(fd, STATE_READ_BYTES, start)
+                finally:
+                    os.close(fd)
         except WorkspaceError:
             return []
         lines = data.split(b"\n")
@@ -203,8 +338,8 @@ class JsonlStream:
         total = 0
         for name in (self.current, self.rotated):
             with _existing(self.ws, name) as loc:
-                if loc is None:
-                    continue
-                data, _ = read_bytes(loc)
+                data = None if loc is None else _read_state(loc)
+            if data is None:
+                continue
             total += sum(1 for line in data.split(b"\n") if line.strip())
         return total

@@ -134,18 +134,44 @@ class TextDoc:
     """Decoded text with the file's conventions, so an edit can write them back."""
 
     text: str  # with "\n" line endings whatever the file uses
-    newline: str  # "\n" or "\r\n"
+    newline: str  # "\n" or "\r\n": the dominant one, used for new lines
     bom: bool
     trailing_newline: bool
+    # For a file that mixes CRLF and LF: the original ending after each line of `text`,
+    # so an edit changes only the lines it replaced (empty for a consistent file).
+    endings: tuple[str, ...] = ()
 
     def encode(self, text: str | None = None) -> bytes:
         body = self.text if text is None else text
         if self.bom and body.startswith("\ufeff"):
             body = body[1:]  # the agent echoed the BOM it read; write it once
-        if self.newline != "\n":
+        if self.endings:
+            body = self._with_original_endings(body.replace("\r\n", "\n"))
+        elif self.newline != "\n":
             body = body.replace("\r\n", "\n").replace("\n", self.newline)
         data = body.encode("utf-8")
         return UTF8_BOM + data if self.bom else data
+
+    def _with_original_endings(self, body: str) -> str:
+        """Lines kept from the original keep their ending; a replaced block keeps the
+        endings of the lines it replaced, position by position; added lines get the
+        dominant one."""
+        from difflib import SequenceMatcher
+
+        old = self.text.split("\n")
+        new = body.split("\n")
+        out: list[str] = []
+        matcher = SequenceMatcher(None, old, new, autojunk=False)
+        for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            for k in range(j2 - j1):
+                j = j1 + k
+                if j == len(new) - 1:
+                    out.append(new[j])  # the piece after the last newline has none
+                    continue
+                i = i1 + k
+                ending = self.endings[i] if i < i2 and i < len(self.endings) else self.newline
+                out.append(new[j] + ending)
+        return "".join(out)
 
 
 def detect_newline(text: str) -> str:
@@ -169,6 +195,12 @@ def decode_text(data: bytes, display: str) -> TextDoc:
             "use read_binary_file"
         ) from None
     newline = detect_newline(raw)
+    crlf = raw.count("\r\n")
+    if crlf and crlf != raw.count("\n"):
+        pieces = raw.split("\n")
+        endings = tuple("\r\n" if piece.endswith("\r") else "\n" for piece in pieces[:-1])
+        text = raw.replace("\r\n", "\n")
+        return TextDoc(text, newline, bom, raw.endswith("\n"), endings)
     text = raw.replace("\r\n", "\n") if newline == "\r\n" else raw
     return TextDoc(text, newline, bom, raw.endswith("\n"))
 

@@ -4,6 +4,10 @@ Everything is validated in memory before `commit()` is called; `commit()` then w
 each file atomically. If file k fails (disk full, permission, a file turned into a
 directory meanwhile), files 1..k-1 are put back to their previous bytes (or removed,
 if they were created) before the error is raised, so the tree is as it was.
+
+New files under missing directories were located with `defer_parents`: those
+directories are created here, just before their file is written, and removed again
+on rollback; a dry run or a change rejected in memory never creates one.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .containment import Located
+from .containment import Located, forget_created, remove_created
 from .errors import WorkspaceError, describe_os_error
 from .textio import atomic_write
 
@@ -37,10 +41,11 @@ def _unlink(loc: Located) -> None:
         raise WorkspaceError(describe_os_error(exc, loc.display)) from None
 
 
-def _apply(change: Change) -> None:
+def _apply(change: Change, made: list[tuple[int, str]]) -> None:
     if change.after is None:
         _unlink(change.loc)
     else:
+        made.extend(change.loc.make_parents())
         # A created file (a rename target) takes the mode it had under its old name.
         atomic_write(change.loc, change.after, mode=change.mode if change.before is None else None)
 
@@ -54,9 +59,10 @@ def _undo(change: Change) -> None:
 
 def commit(changes: list[Change]) -> None:
     done: list[Change] = []
+    made: list[tuple[int, str]] = []  # directories created for new files, in order
     for change in changes:
         try:
-            _apply(change)
+            _apply(change, made)
         except WorkspaceError as exc:
             stuck = []
             for previous in reversed(done):
@@ -64,6 +70,7 @@ def commit(changes: list[Change]) -> None:
                     _undo(previous)
                 except WorkspaceError:
                     stuck.append(previous.loc.display)
+            remove_created(made)
             if stuck:
                 raise TransactionError(
                     f"{exc}; could not restore {', '.join(stuck)} (other files were restored)"
@@ -75,3 +82,4 @@ def commit(changes: list[Change]) -> None:
             )
             raise TransactionError(f"{exc}; {restored}") from None
         done.append(change)
+    forget_created(made)

@@ -102,7 +102,7 @@ class Workset:
         located: list[Located] = []
         for index, path in enumerate(paths):
             try:
-                loc = locate(self._ws, path, create_parents=path in may_be_missing)
+                loc = locate(self._ws, path, defer_parents=path in may_be_missing, write=True)
             except WorkspaceError as exc:
                 raise LoadError(index, exc) from None
             located.append(self._stack.enter_context(loc))

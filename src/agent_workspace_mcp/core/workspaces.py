@@ -3,6 +3,13 @@
 Roots are stored as absolute, symlink-free paths (realpath at start-up) because the
 containment walk compares symlink targets against them textually: a root that is
 itself a symlink would make every absolute in-root link look like an escape.
+
+A session confined to a subpath (HTTP `x-workspace-subpath`) gets a `Workspace` whose
+root is a directory *inside* the primary one. Its path string is for display only:
+the directory is reached by walking `sub_parts` from the primary root without
+following any symlink, and its (device, inode) must still be the one recorded when
+the session opened (`containment.open_root`). Replacing `sub` by a symlink to `/etc`
+therefore cannot move the session, whoever does it.
 """
 
 from __future__ import annotations
@@ -11,14 +18,26 @@ import os
 import re
 from collections.abc import Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import ConfigError, UnknownWorkspaceError
 from .limits import STATE_DIR_NAME
 
-# Set per request by the HTTP layer when the session was opened with x-workspace-subpath:
-# the root-relative directory that session is confined to.
-SESSION_SUBPATH: ContextVar[str | None] = ContextVar("session_subpath", default=None)
+
+@dataclass(frozen=True)
+class Subpath:
+    """A directory below the primary root, as resolved once by the containment walk."""
+
+    parts: tuple[str, ...]  # real components from the primary root (no symlinks)
+    ident: tuple[int, int]  # (st_dev, st_ino) when it was resolved
+
+    @property
+    def rel(self) -> str:
+        return "/".join(self.parts) or "."
+
+
+# Set per request by the HTTP layer when the session was opened with x-workspace-subpath.
+SESSION_SUBPATH: ContextVar[Subpath | None] = ContextVar("session_subpath", default=None)
 
 WORKSPACE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")  # seed: --workspace name rule
 DEFAULT_NAME = "default"
@@ -39,6 +58,11 @@ class Workspace:
     primary: bool = False
     confined: bool = True
     aliases: tuple[str, ...] = field(default=())
+    # Writes under any `.git` are refused unless the operator passed --allow-git-writes.
+    allow_git_writes: bool = False
+    # Set for a subpath-bound session's view: the primary workspace and where below it.
+    anchor: Workspace | None = field(default=None, compare=False)
+    subpath: Subpath | None = None
 
     @property
     def state_dir(self) -> str:
@@ -58,17 +82,23 @@ def _real_dir(raw: str, what: str) -> tuple[str, str]:
 class WorkspaceRegistry:
     """The workspaces one server serves, looked up by the tools' `workspace` argument."""
 
-    def __init__(self, workspaces: Iterable[Workspace]) -> None:
+    def __init__(self, workspaces: Iterable[Workspace], *, allow_git_writes: bool = False) -> None:
         self._by_name: dict[str, Workspace] = {}
         for ws in workspaces:
-            self._by_name[ws.name] = ws
+            self._by_name[ws.name] = replace(ws, allow_git_writes=allow_git_writes)
         primaries = [ws for ws in self._by_name.values() if ws.primary]
         if len(primaries) != 1:
             raise ConfigError("exactly one workspace must be primary")
         self.primary = primaries[0]
 
     @classmethod
-    def confined(cls, root: str | None, extra: Iterable[tuple[str, str]] = ()) -> WorkspaceRegistry:
+    def confined(
+        cls,
+        root: str | None,
+        extra: Iterable[tuple[str, str]] = (),
+        *,
+        allow_git_writes: bool = False,
+    ) -> WorkspaceRegistry:
         """Build the registry with the backbone document's rules.
 
         `--root` is the primary named `default`; without it the first `--workspace`
@@ -97,13 +127,18 @@ class WorkspaceRegistry:
             workspaces.append(
                 Workspace(name, real, real, primary=name == primary_name, aliases=aliases)
             )
-        return cls(workspaces)
+        return cls(workspaces, allow_git_writes=allow_git_writes)
 
     @classmethod
-    def unconfined(cls, cwd: str | None = None) -> WorkspaceRegistry:
+    def unconfined(
+        cls, cwd: str | None = None, *, allow_git_writes: bool = False
+    ) -> WorkspaceRegistry:
         """One workspace whose boundary is `/`: paths are used as given."""
         base = os.path.realpath(cwd or os.getcwd())
-        return cls([Workspace(DEFAULT_NAME, "/", base, primary=True, confined=False)])
+        return cls(
+            [Workspace(DEFAULT_NAME, "/", base, primary=True, confined=False)],
+            allow_git_writes=allow_git_writes,
+        )
 
     def get(self, name: str | None = None) -> Workspace:
         subpath = SESSION_SUBPATH.get()
@@ -119,17 +154,30 @@ class WorkspaceRegistry:
                 f'unknown workspace "{name}". Available: {available}'
             ) from None
 
-    def _confined_to(self, subpath: str, name: str | None) -> Workspace:
-        """The primary workspace re-rooted at `subpath` (already validated as contained)."""
+    def _confined_to(self, subpath: Subpath, name: str | None) -> Workspace:
+        """The primary workspace re-rooted at `subpath` (resolved by the containment walk)."""
         if name not in (None, "", self.primary.name):
             raise UnknownWorkspaceError(
-                f'unknown workspace "{name}": this session is confined to {subpath} of '
+                f'unknown workspace "{name}": this session is confined to {subpath.rel} of '
                 f'"{self.primary.name}"'
             )
-        if subpath in (".", ""):
+        if not subpath.parts:
             return self.primary
-        root = os.path.join(self.primary.root, subpath)
-        return Workspace(self.primary.name, root, root, primary=True, confined=True)
+        root = os.path.join(self.primary.root, *subpath.parts)
+        return Workspace(
+            self.primary.name,
+            root,
+            root,
+            primary=True,
+            confined=True,
+            allow_git_writes=self.primary.allow_git_writes,
+            anchor=self.primary,
+            subpath=subpath,
+        )
+
+    def roots(self) -> list[str]:
+        """Every configured root, whatever the current session is confined to."""
+        return [ws.root for ws in self._by_name.values()]
 
     def __iter__(self):
         """Every workspace, or only the confined one inside a subpath-bound session."""

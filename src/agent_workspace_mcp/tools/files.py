@@ -214,11 +214,12 @@ def register(app: FastMCP, services: Services) -> None:
         its permissions, its CRLF line endings and its UTF-8 BOM.
         """
         ws = registry.get(workspace)
-        with locate(ws, path, create_parents=True) as loc:
+        with locate(ws, path, defer_parents=True, write=True) as loc:
             doc = _existing_conventions(loc)
             data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
             _check_write_size(loc.display, len(data))
-            existed = atomic_write(loc, data)
+            with loc.parents_made():
+                existed = atomic_write(loc, data)
         kept = ""
         if doc and doc.newline == "\r\n":
             kept = ", kept CRLF line endings"
@@ -241,9 +242,10 @@ def register(app: FastMCP, services: Services) -> None:
         except (binascii.Error, ValueError):
             raise InvalidArgumentError("contentBase64 is not valid base64") from None
         ws = registry.get(workspace)
-        with locate(ws, path, create_parents=True) as loc:
+        with locate(ws, path, defer_parents=True, write=True) as loc:
             _check_write_size(loc.display, len(data))
-            existed = atomic_write(loc, data)
+            with loc.parents_made():
+                existed = atomic_write(loc, data)
         verb = "Updated" if existed else "Created"
         activity.record([loc.display], f"{verb.lower()} {len(data)} bytes (binary)")
         return f"{verb} {loc.display} ({len(data)} bytes)"
@@ -251,7 +253,7 @@ def register(app: FastMCP, services: Services) -> None:
     def make_directory(path: PathArg, workspace: WorkspaceArg = None) -> str:
         """Create a directory and any missing parents. An existing directory is not an error."""
         ws = registry.get(workspace)
-        with locate(ws, path, create_parents=True) as loc:
+        with locate(ws, path, create_parents=True, write=True) as loc:
             created = fileops.make_directory(loc)
         activity.record([loc.display], "created" if created else "already existed")
         return (
@@ -269,7 +271,7 @@ def register(app: FastMCP, services: Services) -> None:
     ) -> str:
         """Delete a file, a symlink (not its target) or a directory. Never the workspace root."""
         ws = registry.get(workspace)
-        with locate(ws, path, follow_final=False) as loc:
+        with locate(ws, path, follow_final=False, write=True) as loc:
             what = fileops.delete(loc, recursive=recursive)
         activity.record([loc.display], f"deleted {what}")
         return f"Deleted {loc.display} ({what})"
@@ -287,8 +289,9 @@ def register(app: FastMCP, services: Services) -> None:
         """
         ws = registry.get(workspace)
         with (
-            locate(ws, source, follow_final=False) as src,
-            locate(ws, destination, follow_final=False, create_parents=True) as dst,
+            locate(ws, source, follow_final=False, write=True) as src,
+            locate(ws, destination, follow_final=False, defer_parents=True, write=True) as dst,
+            dst.parents_made(),
         ):
             fileops.move(src, dst, overwrite=overwrite)
         activity.record([src.display, dst.display], "moved")
@@ -306,12 +309,12 @@ def register(app: FastMCP, services: Services) -> None:
         if not newName or "/" in newName or newName in (".", ".."):
             raise InvalidArgumentError("newName must be a plain file name without '/'")
         ws = registry.get(workspace)
-        with locate(ws, path, follow_final=False) as src:
+        with locate(ws, path, follow_final=False, write=True) as src:
             if src.is_root:
                 raise InvalidArgumentError("refusing to rename the workspace root itself")
             parent = posixpath.dirname(src.display)
             target = posixpath.join(parent, newName) if parent else newName
-            with locate(ws, target, follow_final=False) as dst:
+            with locate(ws, target, follow_final=False, write=True) as dst:
                 fileops.move(src, dst, overwrite=overwrite)
         activity.record([src.display, dst.display], "renamed")
         return f"Renamed {src.display} -> {dst.display}"

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..core import limits
 from ..core.containment import locate
-from ..core.gitread import head_tail, run_git
+from ..core.gitread import GitReader, head_tail
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool
 
@@ -17,28 +17,21 @@ GitPath = Annotated[str | None, Field(description="Limit to this workspace-relat
 
 def register(app: FastMCP, services: Services) -> None:
     registry = services.workspaces
+    reader = GitReader(services.child_env, services.child_path_dirs)
 
     def contained(ws, path: str | None) -> list[str]:
+        """A pathspec limited to the workspace (its directory, `.`, when no path is given)."""
         if not path:
-            return []
+            return ["--", "."]
         with locate(ws, path, follow_final=False) as loc:
             return ["--", loc.real_rel if ws.confined else loc.real_abs]
-
-    def root_of(ws) -> str:
-        return ws.root if ws.confined else ws.base
 
     async def git_status(workspace: WorkspaceArg = None) -> str:
         """`git status --porcelain=v1 -b`: a `branch:` header plus the porcelain lines."""
         ws = registry.get(workspace)
-        out = await anyio.to_thread.run_sync(
-            run_git,
-            root_of(ws),
-            ["status", "--porcelain=v1", "-b"],
-            limits.GIT_STATUS_TIMEOUT_SECONDS,
+        branch, body = await anyio.to_thread.run_sync(
+            reader.status, ws, limits.GIT_STATUS_TIMEOUT_SECONDS
         )
-        lines = out.rstrip("\n").split("\n")
-        branch = lines[0][3:] if lines and lines[0].startswith("## ") else "(unknown)"
-        body = [line for line in lines[1:] if line]
         return "\n".join([f"branch: {branch}", *(body or ["working tree clean"])])
 
     async def git_diff(
@@ -49,15 +42,13 @@ def register(app: FastMCP, services: Services) -> None:
     ) -> str:
         """`git diff` of the working tree (or staged changes); above 64 KiB the head and tail."""
         ws = registry.get(workspace)
-        args = ["diff", "--no-ext-diff", "--no-textconv", "--no-color"]
+        args = ["diff", "--relative", "--no-ext-diff", "--no-textconv", "--no-color"]
         if staged:
             args.append("--cached")
         if stat:
             args.append("--stat")
         args += contained(ws, path)
-        out = await anyio.to_thread.run_sync(
-            run_git, root_of(ws), args, limits.GIT_DIFF_TIMEOUT_SECONDS
-        )
+        out = await anyio.to_thread.run_sync(reader.run, ws, args, limits.GIT_DIFF_TIMEOUT_SECONDS)
         return head_tail(out.rstrip("\n")) if out.strip() else "(no changes)"
 
     async def git_log(
@@ -77,9 +68,7 @@ def register(app: FastMCP, services: Services) -> None:
             "--format=%h %ad %an  %s",
         ]
         args += contained(ws, path)
-        out = await anyio.to_thread.run_sync(
-            run_git, root_of(ws), args, limits.GIT_LOG_TIMEOUT_SECONDS
-        )
+        out = await anyio.to_thread.run_sync(reader.run, ws, args, limits.GIT_LOG_TIMEOUT_SECONDS)
         return out.rstrip("\n") or "(no commits)"
 
     add_tool(app, git_status, annotations=READ_ONLY, title="Git status")

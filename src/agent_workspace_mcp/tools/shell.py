@@ -30,8 +30,8 @@ from ..core.commands import (
     task_argv,
     which,
 )
-from ..core.containment import locate
-from ..core.errors import InvalidArgumentError, WrongTypeError
+from ..core.containment import GIT_DIR_NAME, locate, open_dir, parts_below
+from ..core.errors import InvalidArgumentError, WorkspaceError, WrongTypeError
 from ..core.jobs import Job
 from ..core.process import Child, describe_exit
 from ..core.workspaces import Workspace
@@ -67,14 +67,34 @@ Background = Annotated[
 ]
 
 
+def _protected_fds(ws: Workspace, top: str, allow_git: bool) -> list[tuple[int, str]]:
+    """O_PATH fds on `.git` and `.workspace-mcp` at the bound root, with their sandbox paths."""
+    names = [limits.STATE_DIR_NAME] if allow_git else [GIT_DIR_NAME, limits.STATE_DIR_NAME]
+    found = []
+    for name in names:
+        rel = name if ws.confined else os.path.join(top, name)
+        try:
+            with locate(ws, rel) as loc:
+                if loc.lstat() is None:
+                    continue
+                fd = os.open(loc.name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=loc.dir_fd)
+                found.append((fd, loc.real_abs))
+        except (WorkspaceError, OSError):
+            continue  # missing, or leading outside the root (which is read-only anyway)
+    return found
+
+
 def shown_command(argv: list[str]) -> str:
     text = shlex.join(argv)
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _job_started(job: Job) -> str:
+def _job_started(job: Job, remote: bool) -> str:
+    """Over HTTP the log's host path is not shown: it means nothing to a remote agent and
+    tells it about the host (job_status reads the log)."""
     when = job.started_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"Started job {job.id} (pid {job.pid}) at {when}; log: {job.log.path}; poll job_status"
+    log = "" if remote else f"; log: {job.log.path}"
+    return f"Started job {job.id} (pid {job.pid}) at {when}{log}; poll job_status"
 
 
 class Runner:
@@ -97,14 +117,34 @@ class Runner:
             return loc.real_abs
 
     def spawn(self, ws: Workspace, argv: list[str], executable: str, cwd: str) -> Child:
+        """Start the child in the checked cwd (by fd); under bwrap, bind the checked root
+        by fd and `.git` plus the state directory read-only (unless --allow-git-writes)."""
         settings = self.services.settings
         env = self.services.child_env()
-        if settings.sandbox == "bwrap":
+        with contextlib.ExitStack() as fds:
+            cwd_fd = open_dir(ws, parts_below(ws, cwd))
+            fds.callback(os.close, cwd_fd)
+            fd_cwd = f"/proc/self/fd/{cwd_fd}"
+            if settings.sandbox != "bwrap":
+                return Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
+            top = ws.root if ws.confined else ws.base
+            top_fd = open_dir(ws, () if ws.confined else parts_below(ws, top))
+            fds.callback(os.close, top_fd)
+            read_only = []
+            for fd, dest in _protected_fds(ws, top, settings.allow_git_writes):
+                fds.callback(os.close, fd)
+                read_only.append((fd, dest))
             prefix = bwrap_prefix(
-                self.services.bwrap or "bwrap", ws.root if ws.confined else ws.base, cwd
+                self.services.bwrap or "bwrap", top, cwd, root_fd=top_fd, read_only=read_only
             )
-            return Child([*prefix, executable, *argv[1:]], executable=None, cwd=cwd, env=env)
-        return Child(argv, executable=executable, cwd=cwd, env=env)
+            passed = (cwd_fd, top_fd, *(fd for fd, _ in read_only))
+            return Child(
+                [*prefix, executable, *argv[1:]],
+                executable=None,
+                cwd=fd_cwd,
+                env=env,
+                pass_fds=passed,
+            )
 
     async def run(
         self,
@@ -125,7 +165,7 @@ class Runner:
             job = registry.adopt(child, command=command, cwd=cwd, owner=owner, name=None,
                                  max_runtime_ms=timeout_ms, replay=True)  # fmt: skip
             activity.record(result=f"started ({job.id})")
-            return _job_started(job)
+            return _job_started(job, self.services.settings.http)
         promote_after = self.services.settings.promote_after_ms / 1000
         started = time.monotonic()
         next_progress = started + limits.PROGRESS_INTERVAL_SECONDS
@@ -319,7 +359,7 @@ def register(app: FastMCP, services: Services) -> None:
             max_runtime_ms=maxRuntimeMs, replay=True,
         )  # fmt: skip
         activity.record(detail=shown, result=f"started ({job.id})")
-        return _job_started(job)
+        return _job_started(job, services.settings.http)
 
     def job_status(
         jobId: Annotated[

@@ -5,7 +5,6 @@ Also the small context resources: `resource://cwd` and `resource://workspaces`.
 """
 
 import logging
-import os
 from typing import Annotated
 
 import anyio
@@ -19,7 +18,7 @@ from ..core.limits import SKILL_FILES_LISTED
 from ..core.skills import SkillInfo
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool
-from .workspaces import render_workspaces
+from .workspaces import render_workspaces, shown_root
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -117,7 +116,7 @@ def register(app: FastMCP, services: Services) -> None:
     def cwd() -> str:
         """The primary workspace root (the process cwd in unconfined mode)."""
         current = services.workspaces.get()  # a subpath-bound session sees its own root
-        return current.root if current.confined else os.getcwd()
+        return shown_root(services, current)
 
     def workspaces() -> str:
         """The configured workspaces, as workspace_list shows them."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
 import stat
 from collections.abc import Iterable
 from contextlib import asynccontextmanager
@@ -32,6 +33,7 @@ from ..console import say
 from ..core.containment import locate
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.limits import HTTP_TRACKED_SESSIONS
+from ..core.workspaces import Subpath
 from ..services import Services
 
 log = logging.getLogger("agent_workspace_mcp")
@@ -126,7 +128,7 @@ class ApiKeyHeader:
 @dataclass
 class SessionInfo:
     subject: str | None
-    subpath: str | None  # resolved, root-relative; None: the whole workspace
+    subpath: Subpath | None  # resolved once by the containment walk; None: the whole workspace
 
 
 def subject_of(scope) -> str | None:
@@ -137,14 +139,32 @@ def subject_of(scope) -> str | None:
     return getattr(token, "subject", None) or getattr(token, "client_id", None)
 
 
-def resolve_subpath(services: Services, raw: str) -> str:
-    """A contained, existing directory below the primary root, as a root-relative path."""
+def resolve_subpath(services: Services, raw: str) -> Subpath:
+    """A contained, existing directory below the primary root, with its identity.
+
+    Resolved once through the containment walk; from then on the session reaches it by
+    re-walking these real components without following links and comparing (dev, inode).
+    """
     ws = services.workspaces.primary
     with locate(ws, raw) as loc:
-        st = loc.lstat()
-        if st is None or not stat.S_ISDIR(st.st_mode):
+        if loc.is_root:
+            st = os.fstat(loc.dir_fd)
+        else:
+            try:
+                fd = os.open(
+                    loc.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=loc.dir_fd
+                )
+            except OSError:
+                raise WorkspaceError(
+                    f"{SUBPATH_HEADER} must name an existing directory: {raw}"
+                ) from None
+            try:
+                st = os.fstat(fd)
+            finally:
+                os.close(fd)
+        if not stat.S_ISDIR(st.st_mode):
             raise WorkspaceError(f"{SUBPATH_HEADER} must name an existing directory: {raw}")
-        return loc.real_rel
+        return Subpath(loc.real_parts, (st.st_dev, st.st_ino))
 
 
 class SessionGuard:
@@ -153,6 +173,12 @@ class SessionGuard:
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or not scope["path"].rstrip("/").endswith(MCP_PATH):
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        if user is not None and not getattr(user, "is_authenticated", False):
+            # Authentication answers first (401 + WWW-Authenticate from FastMCP's auth
+            # layer), so a session id is never checked, or confirmed, for an anonymous caller.
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)

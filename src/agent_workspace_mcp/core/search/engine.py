@@ -40,7 +40,7 @@ class SearchEngine:
         if self.rg:
             result = ripgrep_engine.grep(self.rg, ws, start, query, ancestors)
         else:
-            result = python_engine.grep(ws.root, start, is_dir, query, ancestors)
+            result = python_engine.grep(ws, start, is_dir, query, ancestors)
         return result, start
 
     def list_files(
@@ -51,7 +51,7 @@ class SearchEngine:
         if self.rg:
             result = ripgrep_engine.list_files(self.rg, ws, start, is_dir, query, ancestors)
         else:
-            result = python_engine.list_files(ws.root, start, is_dir, query, ancestors)
+            result = python_engine.list_files(ws, start, is_dir, query, ancestors)
         return result, start
 
     @staticmethod

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from ..containment import open_root
 from ..errors import WorkspaceError
 from ..limits import (
     ANSWER_BYTES,
@@ -37,6 +38,8 @@ from .rules import Glob, compile_glob, fs_sort_key, is_ignored_dir_name
 
 if TYPE_CHECKING:  # imported lazily: only searches need them, not start-up
     from pathspec import GitIgnoreSpec
+
+    from ..workspaces import Workspace
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -93,7 +96,7 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
 
 
 def walk_files(
-    root: str,
+    ws: Workspace,
     start: str,
     start_is_dir: bool,
     *,
@@ -107,7 +110,7 @@ def walk_files(
     The dir_fd is only valid until the next item is requested.
     """
     ignores = _Ignores(ancestor_rules, not no_ignore)
-    root_fd = os.open(root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+    root_fd = open_root(ws)
     try:
         if not start_is_dir:
             parent, _, name = start.rpartition("/")
@@ -217,7 +220,7 @@ def searchable_text(data: bytes, truncated: bool) -> str | None:
 
 
 def grep(
-    root: str,
+    ws: Workspace,
     start: str,
     start_is_dir: bool,
     query: GrepQuery,
@@ -233,7 +236,7 @@ def grep(
     deadline = clock() + budget
     result = GrepResult()
     files = walk_files(
-        root,
+        ws,
         start,
         start_is_dir,
         ancestor_rules=ancestor,
@@ -289,7 +292,7 @@ def lines_searched_in(data: bytes) -> list[str] | None:
 
 
 def list_files(
-    root: str,
+    ws: Workspace,
     start: str,
     start_is_dir: bool,
     query: ListQuery,
@@ -299,7 +302,7 @@ def list_files(
     result = ListResult()
     base = listing_base(start, start_is_dir)
     files = walk_files(
-        root,
+        ws,
         start,
         start_is_dir,
         ancestor_rules=ancestor,
@@ -311,9 +314,9 @@ def list_files(
         for rel, dir_fd in files:
             name = rel.rsplit("/", 1)[-1]
 
-            def binary(dir_fd: int = dir_fd, name: str = name) -> bool:
+            def binary(dir_fd: int = dir_fd, name: str = name) -> bool | None:
                 head = read_head(dir_fd, name, BINARY_SNIFF_BYTES)
-                return head is None or b"\x00" in head
+                return None if head is None else b"\x00" in head
 
             if not add_listed_file(result, query, rel, base, binary, budget):
                 break

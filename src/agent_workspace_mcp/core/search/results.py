@@ -93,8 +93,14 @@ def add_listed_file(
     """Add a file (and, without a pattern, its not-yet-listed directories). False: stop.
 
     Shared by both engines so `limit`, the answer budget and directory derivation are
-    one piece of code. `is_binary` is a callable, evaluated only when needed.
+    one piece of code. `is_binary` is a callable returning True/False, or None when the
+    file is not a regular file inside the root any more (a tree changing under the
+    walk): then neither it nor its directories are listed, since their names may have
+    come from outside.
     """
+    binary = is_binary()
+    if binary is None:
+        return True
     new: list[Entry] = []
     if query.pattern is None:
         parts = rel.split("/")
@@ -104,7 +110,7 @@ def add_listed_file(
             if directory not in result.seen_dirs:
                 result.seen_dirs.add(directory)
                 new.append(Entry(directory, True))
-    if not is_binary():
+    if not binary:
         new.append(Entry(rel, False))
     for entry in new:
         size = len(entry.path.encode("utf-8", "surrogateescape")) + 1 + entry.is_dir

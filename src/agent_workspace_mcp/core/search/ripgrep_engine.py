@@ -17,6 +17,11 @@
 - User input never lands where it could become a flag: the pattern follows `-e` and the
   path comes after `--`.
 - Only whole lines within the first 1 MiB count (`absolute_offset` + line length).
+- rg walks by name, so a directory swapped for a symlink mid-walk can make it read
+  outside the root. Nothing it reports is trusted: rg starts in the checked root
+  (`/proc/self/fd/N`), every reported file is re-opened through the containment walk,
+  and answers show only lines read from that verified open that equal what rg saw; a
+  listed name must exist as a regular file in its verified directory.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..containment import locate
+from ..containment import locate, root_cwd
 from ..errors import InvalidArgumentError, WorkspaceError
 from ..limits import (
     ANSWER_BYTES,
@@ -108,7 +113,8 @@ def _ignore_file(rules: list[str], no_ignore: bool) -> Iterator[str | None]:
 
 
 def _spawn(args: list[str], cwd: str) -> subprocess.Popen:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C.UTF-8"}
+    # rg is run by absolute path and reads no configuration; it needs no PATH or secrets.
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
     return subprocess.Popen(
         args,
         cwd=cwd,
@@ -176,7 +182,6 @@ def _is_binary(ws: Workspace, rel: str) -> bool:
 
 
 def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[str]) -> GrepResult:
-    root = ws.root
     include = compile_glob(query.include)
     result = GrepResult()
     with _ignore_file(ancestor, query.no_ignore) as ignore_file:
@@ -185,7 +190,8 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
         if query.ignore_case:
             args.append("--ignore-case")
         args += ["-e", query.pattern, "--", start or "."]
-        proc = _spawn(args, root)
+        with root_cwd(ws) as cwd:
+            proc = _spawn(args, cwd)
         timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, _kill_quietly, (proc,))
         timer.start()
         try:
@@ -232,7 +238,12 @@ def _consume(
             matched.append(index)
             texts[index] = line.decode("utf-8", "replace").rstrip("\n")
         elif kind == "end" and not skip and matched:
-            lines = _lines_for(ws, current, texts, query.context)
+            lines = _verified_lines(ws, current)
+            if lines is None:
+                continue
+            # Keep only matches whose line, read through the containment walk, is the
+            # line rg saw: what rg read elsewhere mid-swap never reaches the answer.
+            matched = [i for i in matched if i < len(lines) and lines[i] == texts[i]]
             if not take(result, query, current, matched, lines):
                 return False
             matched = []
@@ -241,18 +252,10 @@ def _consume(
     return True
 
 
-def _lines_for(ws: Workspace, rel: str, texts: dict[int, str], context: int):
-    """The file's lines as `take` needs them: only the matched ones unless context is wanted."""
-    if context == 0:
-        size = max(texts) + 1
-        return lambda: [texts.get(i, "") for i in range(size)]
-
-    def read() -> list[str]:
-        data = _read(ws, rel, GREP_BYTES_PER_FILE + 1)
-        lines = lines_searched_in(data) if data is not None else None
-        return lines if lines is not None else [texts.get(i, "") for i in range(max(texts) + 1)]
-
-    return read
+def _verified_lines(ws: Workspace, rel: str) -> list[str] | None:
+    """The file's searched lines, read through the containment walk; None if unreadable."""
+    data = _read(ws, rel, GREP_BYTES_PER_FILE + 1)
+    return lines_searched_in(data) if data is not None else None
 
 
 class _DirCache:
@@ -312,7 +315,8 @@ def list_files(
     with _ignore_file(ancestor, query.no_ignore) as ignore_file:
         args = _base_args(rg, query.no_ignore, ignore_file)
         args += ["--files", "--null", f"--max-depth={query.max_depth}", "--", start or "."]
-        proc = _spawn(args, ws.root)
+        with root_cwd(ws) as cwd:
+            proc = _spawn(args, cwd)
         try:
             if _collect_listing(proc, result, query, pattern, base, cache, budget):
                 proc.wait()
@@ -341,9 +345,9 @@ def _collect_listing(proc, result, query, pattern, base, cache: _DirCache, budge
             if pattern is not None and not pattern.matches(rel):
                 continue
 
-            def binary(rel: str = rel) -> bool:
+            def binary(rel: str = rel) -> bool | None:
                 head = cache.head(rel, BINARY_SNIFF_BYTES)
-                return head is None or b"\x00" in head
+                return None if head is None else b"\x00" in head
 
             if not add_listed_file(result, query, rel, base, binary, budget):
                 return False
