@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -186,11 +187,11 @@ async def test_subpath_confines_the_session(keyed: RunningServer) -> None:
         assert (
             escape.is_error and escape.content[0].text == "path outside workspace root: ../top.txt"
         )
-        # The confined session sees only its own root, not the workspace's.
+        # The confined session sees only its own root, not the workspace's, and over
+        # HTTP no host path at all.
         listing = (await c.call_tool("workspace_list", {})).content[0].text
-        root = keyed.root  # type: ignore[attr-defined]
-        assert listing.splitlines() == [f"default  {root / 'sub'}  (primary)  state: none"]
-        assert (await c.read_resource("resource://cwd"))[0].text == str(root / "sub")
+        assert listing.splitlines() == ["default  sub  (primary)  state: none"]
+        assert (await c.read_resource("resource://cwd"))[0].text == "sub"
     for bad in ("../..", "missing", "top.txt"):
         answer = open_session(keyed, token, **{"x-workspace-subpath": bad})
         assert answer.status_code == 400, bad
@@ -207,6 +208,121 @@ async def test_sessionless_requests_apply_the_subpath_per_request(keyed: Running
     async with client(keyed, "tok-alice-0123456789", headers={"x-workspace-subpath": "sub"}) as c:
         text = (await c.call_tool("read_file", {"path": "inner.txt"})).content[0].text
         assert text.startswith("1: inside sub")
+
+
+@pytest.fixture
+def swap_target(keyed: RunningServer, tmp_path: Path) -> tuple[Path, Path]:
+    """`root/swap` (a real directory) and an outside directory to swap it for."""
+    root = keyed.root  # type: ignore[attr-defined]
+    swap = root / "swap"
+    swap.mkdir()
+    (swap / "inner.txt").write_text("inside swap\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret\n")
+    yield swap, outside
+    if swap.is_symlink():
+        swap.unlink()
+    shutil.rmtree(root / "swap-real", ignore_errors=True)
+    shutil.rmtree(swap, ignore_errors=True)
+
+
+def session_call(server: RunningServer, token: str, session: str, tool: str, arguments: dict):
+    """One tools/call on an open session, as a client sends it after `initialize`: with the
+    session id and without repeating x-workspace-subpath. Returns (is_error, text)."""
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
+               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+    answer = httpx2.post(server.url, json=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+    data = next(line[5:] for line in answer.text.splitlines() if line.startswith("data:"))
+    result = json.loads(data)["result"]
+    return result.get("isError", False), result["content"][0]["text"]
+
+
+def test_subpath_session_is_not_moved_by_a_swapped_directory(
+    keyed: RunningServer, swap_target: tuple[Path, Path]
+) -> None:
+    """Another process replaces the session's directory with a symlink to the outside."""
+    swap, outside = swap_target
+    token = "tok-alice-0123456789"
+    session = open_session(keyed, token, **{"x-workspace-subpath": "swap"}).headers[
+        "mcp-session-id"
+    ]
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
+               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    httpx2.post(keyed.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=headers)  # fmt: skip
+    is_error, text = session_call(keyed, token, session, "read_file", {"path": "inner.txt"})
+    assert not is_error and text.startswith("1: inside swap")
+    swap.rename(swap.parent / "swap-real")
+    swap.symlink_to(outside, target_is_directory=True)
+    calls = [
+        ("read_file", {"path": "secret.txt"}),
+        ("write_file", {"path": "planted.txt", "content": "x"}),
+        ("grep", {"pattern": "secret"}),
+        ("list_files", {}),
+        ("file_info", {"path": "secret.txt"}),
+        ("remember", {"text": "note"}),
+    ]
+    for tool, arguments in calls:
+        is_error, text = session_call(keyed, token, session, tool, arguments)
+        assert is_error, (tool, text)
+        assert "top secret" not in text and "moved or replaced" in text, (tool, text)
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    # A new session naming the link is refused: it leads outside.
+    assert open_session(keyed, token, **{"x-workspace-subpath": "swap"}).status_code == 400
+
+
+async def test_subpath_session_sees_only_its_folder_in_git(keyed: RunningServer) -> None:
+    root = keyed.root  # type: ignore[attr-defined]
+    proj = root / "proj"
+    (proj / "mine").mkdir(parents=True)
+    (proj / "sibling").mkdir()
+    (proj / "mine" / "a.txt").write_text("a\n")
+    (proj / "sibling" / "b.txt").write_text("sibling v1\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@x.invalid",
+               GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@x.invalid")  # fmt: skip
+    for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "c"]):
+        subprocess.run(["git", "-C", str(proj), *args], check=True, env=env, capture_output=True)
+    (proj / "sibling" / "b.txt").write_text("SIBLING-SECRET\n")
+    (proj / "mine" / "a.txt").write_text("a changed\n")
+    try:
+        headers = {"x-workspace-subpath": "proj/mine"}
+        async with client(keyed, "tok-alice-0123456789", headers=headers) as c:
+            status = (await c.call_tool("git_status", {})).content[0].text
+            assert status == "branch: main\n M a.txt"
+            diff = (await c.call_tool("git_diff", {})).content[0].text
+            assert "SIBLING" not in diff and "sibling" not in diff and "+a changed" in diff
+    finally:
+        shutil.rmtree(proj)
+
+
+def test_credentials_are_checked_before_the_session(keyed: RunningServer) -> None:
+    """A valid session id without credentials is a 401 (with a challenge), not a 404."""
+    opened = open_session(keyed, "tok-alice-0123456789")
+    session = opened.headers["mcp-session-id"]
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+    headers = {**MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+    answer = httpx2.post(keyed.url, json=ping, headers=headers)
+    assert answer.status_code == 401
+    assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+async def test_answers_over_http_show_no_host_path(keyed: RunningServer) -> None:
+    root = str(keyed.root)  # type: ignore[attr-defined]
+    async with client(keyed, "tok-alice-0123456789") as c:
+        listing = (await c.call_tool("workspace_list", {})).content[0].text
+        assert listing.startswith("default  .  (primary)") and root not in listing
+        assert (await c.read_resource("resource://cwd"))[0].text == "."
+        started = (await c.call_tool("start_job", {"command": ["sleep", "5"]})).content[0].text
+        job_id = started.split()[2]
+        assert "/" not in started.split(" at ")[0] and "log:" not in started, started
+        status = (await c.call_tool("job_status", {"jobId": job_id})).content[0].text
+        assert root not in status and "/tmp" not in status
+        await c.call_tool("job_kill", {"jobId": job_id})
 
 
 async def test_jobs_belong_to_the_subject_that_started_them(keyed: RunningServer) -> None:

@@ -64,6 +64,9 @@ GREP_TIME_BUDGET_SECONDS = 20.0
 # megabyte lines that would otherwise fill the whole answer with one match.
 GREP_LINE_CHARS = 400
 GREP_MAX_CONTEXT = 10  # ours: contextLines cap; more is reading, use read_file
+# ours: how much of rg's stderr is kept (only a regex parse error is ever shown, and it
+# comes first); the rest is drained and dropped so rg never blocks on a full pipe.
+RG_STDERR_KEPT_BYTES = 16 * KIB
 
 # --- command execution (seed unless marked) ------------------------------------
 RUN_TIMEOUT_DEFAULT_MS = 120_000

@@ -129,6 +129,7 @@ class ApiKeyHeader:
 class SessionInfo:
     subject: str | None
     subpath: Subpath | None  # resolved once by the containment walk; None: the whole workspace
+    raw_subpath: str | None = None  # the header as sent when the session opened
 
 
 def subject_of(scope) -> str | None:
@@ -193,7 +194,7 @@ class SessionGuard:
             if info is None or info.subject != subject:
                 await _plain(send, 404, "session not found")
                 return
-            if raw_subpath is not None:
+            if raw_subpath is not None and raw_subpath != info.raw_subpath:
                 try:
                     wanted = resolve_subpath(self.services, raw_subpath)
                 except WorkspaceError:
@@ -217,7 +218,9 @@ class SessionGuard:
             if message["type"] == "http.response.start":
                 for key, value in message.get("headers", []):
                     if key.lower() == b"mcp-session-id":
-                        sessions[value.decode("latin-1")] = SessionInfo(subject, subpath)
+                        sessions[value.decode("latin-1")] = SessionInfo(
+                            subject, subpath, raw_subpath
+                        )
                         while len(sessions) > HTTP_TRACKED_SESSIONS:
                             sessions.pop(next(iter(sessions)))  # dicts keep insertion order
             await send(message)

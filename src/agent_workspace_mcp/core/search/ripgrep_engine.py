@@ -49,6 +49,8 @@ from ..limits import (
     GREP_BYTES_PER_FILE,
     GREP_TIME_BUDGET_SECONDS,
     IGNORED_DIRS,
+    PIPE_DRAIN_GRACE_SECONDS,
+    RG_STDERR_KEPT_BYTES,
 )
 from ..textio import read_range
 from ..workspaces import Workspace
@@ -115,7 +117,7 @@ def _ignore_file(rules: list[str], no_ignore: bool) -> Iterator[str | None]:
 def _spawn(args: list[str], cwd: str) -> subprocess.Popen:
     # rg is run by absolute path and reads no configuration; it needs no PATH or secrets.
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         args,
         cwd=cwd,
         stdout=subprocess.PIPE,
@@ -124,6 +126,23 @@ def _spawn(args: list[str], cwd: str) -> subprocess.Popen:
         env=env,
         start_new_session=True,
     )
+    # A tree full of unreadable entries makes rg write an error per entry; a full stderr
+    # pipe would stall it, so a thread drains it and keeps only the start.
+    proc._awm_stderr = bytearray()  # type: ignore[attr-defined]
+    drain = threading.Thread(target=_drain_stderr, args=(proc,), daemon=True)
+    drain.start()
+    proc._awm_drain = drain  # type: ignore[attr-defined]
+    return proc
+
+
+def _drain_stderr(proc: subprocess.Popen) -> None:
+    assert proc.stderr is not None
+    kept: bytearray = proc._awm_stderr  # type: ignore[attr-defined]
+    with contextlib.suppress(OSError, ValueError):
+        for chunk in iter(lambda: proc.stderr.read1(1 << 16), b""):  # type: ignore[union-attr]
+            room = RG_STDERR_KEPT_BYTES - len(kept)
+            if room > 0:
+                kept += chunk[:room]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -147,13 +166,19 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.stderr.close()
 
 
-def _rg_error(stderr: bytes) -> str:
+def _regex_error(stderr: bytes) -> str | None:
+    """The sentence for a pattern rg could not parse, else None.
+
+    Any other message is about one entry (unreadable, vanished mid-walk) and is
+    skipped, as the Python engine skips such entries: rg still searched the rest, and
+    its messages name what it saw, which mid-swap may be outside the root.
+    """
     text = stderr.decode("utf-8", "replace").strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if lines and lines[0].startswith("regex parse error"):
         detail = next((line for line in reversed(lines) if line.startswith("error:")), lines[-1])
         return f"invalid regex: {detail.removeprefix('error:').strip()}"
-    return "search failed: " + (lines[-1] if lines else "ripgrep exited with an error")
+    return None
 
 
 def _decode(field: dict) -> bytes:
@@ -205,10 +230,9 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
             "narrow the path or pattern"
         )
     if finished and proc.returncode == 2:
-        message = _rg_error(proc.stderr_text)  # type: ignore[attr-defined]
-        if message.startswith("invalid regex"):
+        message = _regex_error(proc.stderr_text)  # type: ignore[attr-defined]
+        if message:
             raise InvalidArgumentError(message)
-        raise WorkspaceError(message)
     return result
 
 
@@ -248,7 +272,8 @@ def _consume(
                 return False
             matched = []
     proc.wait()
-    proc.stderr_text = proc.stderr.read()  # type: ignore[attr-defined]
+    proc._awm_drain.join(PIPE_DRAIN_GRACE_SECONDS)  # type: ignore[attr-defined]
+    proc.stderr_text = bytes(proc._awm_stderr)  # type: ignore[attr-defined]
     return True
 
 
@@ -320,9 +345,6 @@ def list_files(
         try:
             if _collect_listing(proc, result, query, pattern, base, cache, budget):
                 proc.wait()
-                if proc.returncode == 2:
-                    assert proc.stderr is not None
-                    raise WorkspaceError(_rg_error(proc.stderr.read()))
         finally:
             cache.close()
             _stop(proc)
