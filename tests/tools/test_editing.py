@@ -72,6 +72,37 @@ async def test_crlf_bom_and_missing_final_newline_survive(client: Client, ws: Pa
     assert (ws / "win.txt").read_bytes() == b"\xef\xbb\xbf1\r\ntwo-b\r\n3\r\n4"
 
 
+async def test_mixed_line_endings_change_only_the_replaced_text(client: Client, ws: Path) -> None:
+    original = b"a\r\nb\nc\r\nd\ne\r\nf\n"
+    for dominant_crlf in (True, False):
+        data = original + (b"g\r\n" if dominant_crlf else b"g\n")
+        (ws / "mixed.txt").write_bytes(data)
+        await ok(client, "edit_file", path="mixed.txt", oldString="c", newString="C")
+        assert (ws / "mixed.txt").read_bytes() == data.replace(b"c\r\n", b"C\r\n")
+        await ok(client, "edit_file", path="mixed.txt", oldString="d\ne", newString="D\nE")
+        assert (ws / "mixed.txt").read_bytes() == data.replace(b"c\r\nd\ne", b"C\r\nD\nE")
+    patch = "--- a/mixed.txt\n+++ b/mixed.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
+    await ok(client, "apply_patch", patch=patch)
+    assert (ws / "mixed.txt").read_bytes() == b"a\r\nB\nC\r\nD\nE\r\nf\ng\n"
+
+
+async def test_dry_runs_and_rejected_patches_leave_no_directories(client: Client, ws: Path) -> None:
+    new_file = "--- /dev/null\n+++ b/new/deep/er/file.txt\n@@ -0,0 +1 @@\n+hello\n"
+    await ok(client, "apply_patch", patch=new_file, dryRun=True)
+    assert sorted(p.name for p in ws.iterdir() if p.name != ".workspace-mcp") == []
+    # A patch whose second file does not apply writes nothing, and creates no directory.
+    (ws / "exists.txt").write_text("one\n")
+    rejected = new_file + "--- a/exists.txt\n+++ b/exists.txt\n@@ -1 +1 @@\n-not there\n+two\n"
+    await fails(client, "apply_patch", patch=rejected)
+    assert not (ws / "new").exists()
+    # write_file refused for size creates no parents either.
+    too_big = "x" * (16 * 1024 * 1024 + 1)
+    await fails(client, "write_file", path="big/dir/f.txt", content=too_big)
+    assert not (ws / "big").exists()
+    await ok(client, "apply_patch", patch=new_file)
+    assert (ws / "new" / "deep" / "er" / "file.txt").read_text() == "hello\n"
+
+
 async def test_near_miss_is_applied_and_said(client: Client, ws: Path) -> None:
     (ws / "q.py").write_text('msg = "it\'s fine"   \nother = 1\n')
     text = await ok(

@@ -159,6 +159,34 @@ async def test_environment_is_scrubbed(ws: Path, monkeypatch) -> None:
     assert "KEEP_ME=visible" in text and "NO_COLOR=1" in text and "FORCE_COLOR=0" in text
 
 
+async def test_secret_shaped_names_are_scrubbed_and_pass_env_lets_one_through(
+    ws: Path, monkeypatch
+) -> None:
+    secrets = {
+        "ANTHROPIC_API_KEY": "sk-ant-leak",
+        "GITHUB_TOKEN": "ghp-leak",
+        "AWS_SECRET_ACCESS_KEY": "aws-leak",
+        "AWS_PROFILE": "aws-profile-leak",
+        "MY_SERVICE_TOKEN": "svc-leak",
+        "DB_PASSWORD": "pw-leak",
+        "GOOGLE_APPLICATION_CREDENTIALS": "gcp-leak",
+        "STRIPE_SECRET": "stripe-leak",
+        "npm_config__authToken": "npm-leak",
+        "SSH_AUTH_SOCK": "/tmp/agent-leak",
+    }
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("NPM_TOKEN", "passed-on-purpose")
+    monkeypatch.setenv("EDITOR", "vim")
+    settings = Settings(
+        root=str(ws), shell_mode="allowlist", shell_allow=("env",), pass_env=("NPM_TOKEN",)
+    )
+    async with open_client(settings) as client:
+        text = await ok(client, "run_command", command=["env"])
+    assert "leak" not in text, text
+    assert "NPM_TOKEN=passed-on-purpose" in text and "EDITOR=vim" in text
+
+
 async def test_timeout_kills_the_whole_group_including_grandchildren(ws: Path, sh: Client) -> None:
     script = "sleep 60 & echo $! > grandchild.pid; wait"
     started = time.monotonic()
