@@ -38,3 +38,12 @@ async def open_client(settings: Settings) -> AsyncIterator[Client]:
 async def client(ws: Path) -> AsyncIterator[Client]:
     async with open_client(Settings(root=str(ws))) as c:
         yield c
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that spawn the real CLI process (end-to-end, the CLI's own) are slow: each
+    start pays FastMCP's import. `-m "not slow"` is the fast subset (about a minute)."""
+    for item in items:
+        path = str(item.path)
+        if "/tests/e2e/" in path or path.endswith("/tests/test_cli.py"):
+            item.add_marker(pytest.mark.slow)

@@ -58,6 +58,7 @@ async def test_every_mutating_tool_refuses_git_internals(client: Client, repo: P
             {"patch": "--- /dev/null\n+++ b/.git/hooks/pre-commit\n@@ -0,0 +1 @@\n+evil\n"},
         ),
         ("make_directory", {"path": ".git/hooks/new"}),
+        ("make_directory", {"path": "hooks-link/made/by/link"}),
         ("delete_path", {"path": ".git", "recursive": True}),
         ("delete_path", {"path": ".git/HEAD"}),
         ("move_path", {"source": "a.txt", "destination": ".git/hooks/pre-commit"}),

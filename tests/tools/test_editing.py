@@ -7,6 +7,7 @@ import hashlib
 import sys
 from pathlib import Path
 
+import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from hypothesis import HealthCheck, given, settings
@@ -344,6 +345,7 @@ runpy.run_module("agent_workspace_mcp", run_name="__main__")
 """
 
 
+@pytest.mark.slow
 async def test_a_failed_write_midway_restores_the_files_already_written(ws: Path) -> None:
     """File 1 is written, file 2's write fails for real (EFBIG): file 1 gets its old bytes back."""
     (ws / "a.txt").write_text("small a\n")
@@ -414,6 +416,7 @@ def reference(files: list[str], edits: list[dict]) -> list[str] | None:
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+@pytest.mark.slow
 @given(batch=edit_batches())
 def test_property_random_edits_apply_fully_or_change_nothing(tmp_path_factory, batch) -> None:
     files, edits = batch

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
@@ -305,6 +306,7 @@ async def test_no_active_change_and_corrupted_state(client: Client, ws: Path) ->
     assert "state: yes" in await ok(client, "workspace_list")
 
 
+@pytest.mark.slow
 async def test_two_server_processes_never_lose_an_update(ws: Path) -> None:
     """A desktop client's stdio server and another server on one workspace, hammering state."""
     async with open_client(Settings(root=str(ws))) as setup:

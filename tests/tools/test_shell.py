@@ -247,6 +247,7 @@ async def test_progress_notifications_for_long_commands(ws: Path, anyshell: Clie
     assert seen and seen[0] >= 1.9
 
 
+@pytest.mark.slow
 async def test_promotion_to_a_background_job(ws: Path) -> None:
     settings = Settings(root=str(ws), shell_mode="any", promote_after_ms=500)
     async with open_client(settings) as client:
@@ -336,6 +337,7 @@ async def test_job_log_is_capped(ws: Path, anyshell: Client) -> None:
     assert "log 67108864 bytes (log capped at 64 MiB)" in status
 
 
+@pytest.mark.slow
 async def test_run_task(ws: Path, monkeypatch) -> None:
     # Put this interpreter's scripts first so `python3 -m pytest` finds pytest.
     bindir = Path(sys.executable).parent

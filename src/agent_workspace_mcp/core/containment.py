@@ -346,7 +346,9 @@ def locate(
         reason = protected_reason(ws, tuple(_split(user_path)), shown)
         if reason:
             raise ProtectedPathError(reason)
-    located = _walk(ws, start, user_path, shown, follow_final, create_parents, defer_parents)
+    located = _walk(
+        ws, start, user_path, shown, follow_final, create_parents, defer_parents, write
+    )
     if write:
         reason = protected_reason(ws, located.real_parts, shown)
         if reason:
@@ -373,6 +375,7 @@ def _walk(
     follow_final: bool,
     create_parents: bool,
     defer_parents: bool = False,
+    write: bool = False,
 ) -> Located:
     pending: deque[str] = deque(p for p in parts if p not in ("", "."))
     names: list[str] = []  # real components from the root
@@ -432,6 +435,10 @@ def _walk(
                     )
                 if not create_parents:
                     raise NotFoundError(f"{shown}: parent directory not found") from None
+                # A symlink may have led the walk into .git: nothing is created there.
+                reason = protected_reason(ws, (*names, comp), shown) if write else None
+                if reason:
+                    raise ProtectedPathError(reason) from None
                 # A racing creator may win; the O_NOFOLLOW re-open below decides.
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(comp, 0o777, dir_fd=fds[-1])
