@@ -8,23 +8,20 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 
 from fastmcp import FastMCP
 
 from . import prompts
+from .configuration import package_version, preflight
 from .core.audit import AuditLog
 from .core.commands import check_bwrap
-from .core.errors import ConfigError
 from .core.jobs import JobRegistry, default_job_dir
 from .core.memory import Memory
 from .core.search.engine import SearchEngine
 from .core.skills import SkillStore
-from .core.workspaces import WorkspaceRegistry
 from .instructions import INSTRUCTIONS
 from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.audit import AuditMiddleware
@@ -43,8 +40,6 @@ TOOL_MODULES = (files, editing, search, shell, git, memory, changes, skills, wor
 
 
 def _version() -> str:
-    from .cli import package_version
-
     return package_version()
 
 
@@ -93,10 +88,6 @@ def _auth(settings: Settings):
                 algorithm=settings.jwt_algorithm,
             )
         )
-    if not verifiers:
-        raise ConfigError(
-            "HTTP needs auth: give --token, --api-key or JWT options (or --no-auth, loopback only)"
-        )
     verifier = verifiers[0] if len(verifiers) == 1 else AnyOf(verifiers)
     if settings.auth_server:
         from fastmcp.server.auth import RemoteAuthProvider
@@ -118,22 +109,15 @@ def _exec_allowed(settings: Settings) -> Settings:
         return settings
     if settings.shell_mode is not None or settings.tasks:
         log.warning("command execution is off over HTTP; pass --allow-remote-exec to enable it")
-    return replace(settings, shell_mode=None, tasks=False)
+    return settings.model_copy(update={"shell_mode": None, "tasks": False})
 
 
 def build(settings: Settings) -> tuple[FastMCP, Services]:
     """The app and the services behind it (for callers that manage shutdown themselves)."""
     _configure_logging(settings.log_level)
+    registry = preflight(settings)
     settings = _exec_allowed(settings)
     auth = _auth(settings)
-    if settings.unconfined:
-        registry = WorkspaceRegistry.unconfined(
-            os.getcwd(), allow_git_writes=settings.allow_git_writes
-        )
-    else:
-        registry = WorkspaceRegistry.confined(
-            settings.root, settings.workspaces, allow_git_writes=settings.allow_git_writes
-        )
     services = Services(
         settings=settings,
         workspaces=registry,
@@ -156,10 +140,6 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:
         yield {"services": services}
 
-    if settings.http:
-        from .transports.http import check_exposure
-
-        check_exposure(services, auth is not None)
     middleware = [
         *([AuditMiddleware(services, audit)] if settings.audit else []),
         SubpathMiddleware(services),

@@ -1,124 +1,258 @@
-"""The server's configuration, as one plain value.
+"""Every setting, declared once: type, default, flag, environment variables and help.
 
-`Settings` is what `create_server()` takes, so a test or another program can build
-the server without a command line. `settings_from_sources()` is how the CLI fills it:
-flags over environment over `.env` over defaults. Nothing here imports FastMCP, so
-`--help` and usage errors stay fast.
+`Settings` is what `create_server()` takes, so a test or another program builds the
+server without a command line (constructing it reads no environment). The CLI's parser,
+`--help`, the README's configuration table and the environment loader are all
+generated from the `Opt` attached to each field (`configuration.py`); nothing else
+may read a flag or an environment variable. Nothing here imports FastMCP, so `--help`
+and configuration errors stay fast.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
 
-from .core.errors import ConfigError
+from pydantic import BaseModel, ConfigDict, Field
+
+from .core import limits
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Everything that shapes one server instance.
+class Opt:
+    """How one setting is given on the command line and in the environment.
 
-    root: primary workspace (`--root`); None means the cwd when no workspaces are given.
-    workspaces: extra named roots, in order (`--workspace NAME=DIR`).
-    unconfined: use paths exactly as given (persona mode); `cwd` is chdir'd first.
-    read_only: register only tools that do not modify anything.
+    `flag` is the canonical flag; `consts` are extra flags that set a fixed value
+    (`--shell` sets shell_mode "allowlist"). `env` lists the variables read (the first is
+    canonical, the others are accepted aliases); `env_consts` are variables whose true
+    value sets a fixed value. `negate` inverts a boolean (`--no-audit` sets audit off).
+    A repeatable setting takes the flag several times and comma-separated values.
     """
 
-    root: str | None = None
-    workspaces: Sequence[tuple[str, str]] = ()
-    unconfined: bool = False
-    cwd: str | None = None
-    read_only: bool = False
-    tools: Sequence[str] = ()  # only these tools (empty: all that the mode enables)
-    disable_tools: Sequence[str] = ()
-    log_level: str = "WARNING"
-    search_engine: str = "auto"  # "auto" (ripgrep when found), "rg" or "python"
-    journal_max_bytes: int = 5 * 1024 * 1024  # WORKSPACE_MCP_JOURNAL_MAX_BYTES
-    skills_dir: str = ".agents/skills"  # WORKSPACE_SKILLS_DIR: relative to each root, or absolute
-    audit_log: str | None = None  # None: audit lines go to stderr
-    audit: bool = True
-    # execution (all off unless asked for)
-    shell_mode: str | None = None  # None, "allowlist" or "any"
-    shell_allow: Sequence[str] = ()  # added to the default allowlist
-    tasks: bool = False  # run_task without the shell tools
-    sandbox: str | None = None  # None or "bwrap"
-    promote_after_ms: int = 45_000
-    shell_max_timeout_seconds: int = 600
-    scrub_env: Sequence[str] = ()  # extra variable-name globs removed from children
-    pass_env: Sequence[str] = ()  # variables passed to children although secret-shaped
-    allow_git_writes: bool = False  # file tools may write under .git (and bwrap binds it rw)
-    job_dir: str | None = None
-    # credentials (HTTP); also scrubbed from every child environment
-    token: str | None = None
-    api_keys: Sequence[tuple[str, str]] = ()
-    jwt_secret: str | None = None
+    help: str
+    group: str
+    flag: str | None = None
+    env: tuple[str, ...] = ()
+    metavar: str | None = None
+    consts: tuple[tuple[str, Any, str], ...] = ()  # (flag, value, help)
+    env_consts: tuple[tuple[str, Any], ...] = ()
+    negate: bool = False
+    secret: bool = False  # never shown as a default and scrubbed from children
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+WORKSPACES = "workspaces"
+TOOLS = "tools and state"
+EXECUTION = "command execution (off unless asked for)"
+HTTP = "Streamable HTTP"
+GROUPS = (WORKSPACES, TOOLS, EXECUTION, HTTP)
+
+NameDir = tuple[str, str]
+
+
+class Settings(BaseModel):
+    """The configuration of one server instance."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    # One compact block per setting reads better than the formatter's layout.
+    # fmt: off
+    # --- workspaces ---------------------------------------------------------------
+    root: Annotated[str | None, Opt(
+        "primary workspace, named 'default' (default: the current directory)",
+        WORKSPACES, "--root", ("WORKSPACE_MCP_ROOT",), "DIR",
+    )] = None
+    workspaces: Annotated[tuple[NameDir, ...], Opt(
+        "another named workspace; repeatable; names match ^[a-z0-9][a-z0-9_-]*$",
+        WORKSPACES, "--workspace", ("WORKSPACE_MCP_WORKSPACES",), "NAME=DIR",
+        extra={"item": "name=dir"},
+    )] = ()
+    unconfined: Annotated[bool, Opt(
+        "full-machine mode: paths are used exactly as given, no workspace boundary "
+        "(prints a warning)",
+        WORKSPACES, "--unconfined", ("WORKSPACE_MCP_UNCONFINED",),
+    )] = False
+    cwd: Annotated[str | None, Opt(
+        "directory entered first in --unconfined mode", WORKSPACES, None, ("WORKSPACE_CWD",),
+    )] = None
+    read_only: Annotated[bool, Opt(
+        "register only tools that change nothing", WORKSPACES, "--read-only",
+        ("WORKSPACE_MCP_READ_ONLY",),
+    )] = False
+    allow_git_writes: Annotated[bool, Opt(
+        "let file tools write under .git, and bind it writable under --sandbox bwrap "
+        "(refused by default: hooks and config there run as you)",
+        WORKSPACES, "--allow-git-writes", ("WORKSPACE_MCP_ALLOW_GIT_WRITES",),
+    )] = False
+
+    # --- tools and state --------------------------------------------------------------
+    tools: Annotated[tuple[str, ...], Opt(
+        "register only these tools (comma-separated, repeatable)",
+        TOOLS, "--tools", ("WORKSPACE_MCP_TOOLS",), "A,B",
+    )] = ()
+    disable_tools: Annotated[tuple[str, ...], Opt(
+        "do not register these tools (comma-separated, repeatable)",
+        TOOLS, "--disable-tools", ("WORKSPACE_MCP_DISABLE_TOOLS",), "A,B",
+    )] = ()
+    search_engine: Annotated[Literal["auto", "rg", "python"], Opt(
+        "grep/list_files engine: ripgrep when found (auto), or force one",
+        TOOLS, "--search-engine", ("WORKSPACE_MCP_SEARCH_ENGINE",), "ENGINE",
+    )] = "auto"
+    skills_dir: Annotated[str, Opt(
+        "Agent Skills directory, relative to each root (or absolute)",
+        TOOLS, None, ("WORKSPACE_SKILLS_DIR",),
+    )] = ".agents/skills"
+    journal_max_bytes: Annotated[int, Field(ge=1), Opt(
+        "journal, notes and audit files rotate past this size (bytes)",
+        TOOLS, None, ("WORKSPACE_MCP_JOURNAL_MAX_BYTES",),
+    )] = limits.JOURNAL_MAX_BYTES_DEFAULT
+    audit_log: Annotated[str | None, Opt(
+        "append one JSON line per tool call to FILE (default: stderr; rotated like the "
+        "journal)",
+        TOOLS, "--audit-log", ("WORKSPACE_MCP_AUDIT_LOG",), "FILE",
+    )] = None
+    audit: Annotated[bool, Opt(
+        "do not write audit lines", TOOLS, "--no-audit", ("WORKSPACE_MCP_NO_AUDIT",),
+        negate=True,
+    )] = True
+    log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], Opt(
+        "stderr log level", TOOLS, "--log-level", ("WORKSPACE_MCP_LOG_LEVEL",), "LEVEL",
+        extra={"upper": True},
+    )] = "WARNING"
+
+    # --- command execution ------------------------------------------------------------
+    shell_mode: Annotated[Literal["allowlist", "any"] | None, Opt(
+        "enable the command tools: allowlist (pnpm, npm, npx, node + --shell-allow) or any "
+        "program plus bash",
+        EXECUTION, None, ("WORKSPACE_MCP_SHELL_MODE",), "MODE",
+        consts=(
+            ("--shell", "allowlist", "enable run_command, start_job, job_status, job_kill, "
+             "run_task (allowlist: pnpm, npm, npx, node)"),
+            ("--shell-any", "any", "the same tools plus bash, any executable (prints a "
+             "warning)"),
+        ),
+        env_consts=(("WORKSPACE_MCP_SHELL", "allowlist"),),
+    )] = None
+    shell_allow: Annotated[tuple[str, ...], Opt(
+        "add executables to the allowlist (comma-separated, repeatable)",
+        EXECUTION, "--shell-allow", ("WORKSPACE_MCP_SHELL_ALLOW",), "LIST",
+    )] = ()
+    tasks: Annotated[bool, Opt(
+        "enable run_task only", EXECUTION, "--tasks", ("WORKSPACE_MCP_TASKS",),
+    )] = False
+    sandbox: Annotated[Literal["bwrap"] | None, Opt(
+        "run every command under bubblewrap (workspace writable except .git, rest "
+        "read-only, no network)",
+        EXECUTION, "--sandbox", ("WORKSPACE_MCP_SANDBOX",), "bwrap",
+    )] = None
+    promote_after_ms: Annotated[int, Field(ge=1), Opt(
+        "move a command still running after MS to a background job",
+        EXECUTION, "--promote-after-ms", ("WORKSPACE_MCP_PROMOTE_AFTER_MS",), "MS",
+    )] = limits.PROMOTE_AFTER_DEFAULT_MS
+    shell_max_timeout_seconds: Annotated[int, Field(ge=1), Opt(
+        "the bash tool's timeout cap (seconds)",
+        EXECUTION, None, ("WORKSPACE_SHELL_MAX_TIMEOUT",),
+    )] = limits.SHELL_MAX_TIMEOUT_DEFAULT_SECONDS
+    scrub_env: Annotated[tuple[str, ...], Opt(
+        "more variable-name globs removed from children's environment (comma-separated)",
+        EXECUTION, None, ("WORKSPACE_MCP_SCRUB_ENV",),
+    )] = ()
+    pass_env: Annotated[tuple[str, ...], Opt(
+        "pass this variable to commands although its name looks like a secret (repeatable)",
+        EXECUTION, "--pass-env", ("WORKSPACE_MCP_PASS_ENV",), "NAME",
+    )] = ()
+    job_dir: Annotated[str | None, Opt(
+        "where job logs go (default: a private workspace-mcp-jobs in the temp directory)",
+        EXECUTION, None, ("WORKSPACE_MCP_JOB_DIR",),
+    )] = None
+
+    # --- Streamable HTTP ---------------------------------------------------------------
+    http: Annotated[bool, Opt(
+        "serve Streamable HTTP at /mcp", HTTP, "--http", ("WORKSPACE_MCP_HTTP",),
+    )] = False
+    host: Annotated[str, Opt(
+        "bind host", HTTP, "--host", ("WORKSPACE_MCP_HOST",), "HOST",
+    )] = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535), Opt(
+        "bind port", HTTP, "--port", ("WORKSPACE_MCP_PORT",), "N",
+    )] = 3333
+    token: Annotated[str | None, Opt(
+        "one bearer token (subject 'token')", HTTP, "--token", ("MCP_TOKEN",), "T", secret=True,
+    )] = None
+    api_keys: Annotated[tuple[NameDir, ...], Opt(
+        "a per-subject API key, also accepted as x-api-key (repeatable)",
+        HTTP, "--api-key", ("WORKSPACE_MCP_API_KEYS",), "SUBJECT=TOKEN", secret=True,
+        extra={"item": "subject=token"},
+    )] = ()
+    jwt_secret: Annotated[str | None, Opt(
+        "HS256 shared secret", HTTP, "--jwt-secret", ("WORKSPACE_MCP_JWT_SECRET",), "S",
+        secret=True,
+    )] = None
+    jwt_public_key: Annotated[str | None, Opt(
+        "PEM public key file (RS*/ES*/EdDSA)",
+        HTTP, "--jwt-public-key", ("WORKSPACE_MCP_JWT_PUBLIC_KEY",), "FILE",
+    )] = None
+    jwks_url: Annotated[str | None, Opt(
+        "JWKS endpoint of the token issuer", HTTP, "--jwks-url", ("WORKSPACE_MCP_JWKS_URL",),
+        "URL",
+    )] = None
+    jwt_issuer: Annotated[str | None, Opt(
+        "required `iss` claim", HTTP, "--jwt-issuer", ("WORKSPACE_MCP_JWT_ISSUER",), "ISS",
+    )] = None
+    jwt_audience: Annotated[str | None, Opt(
+        "required `aud` claim (mandatory with JWT)",
+        HTTP, "--jwt-audience", ("WORKSPACE_MCP_JWT_AUDIENCE",), "AUD",
+    )] = None
+    jwt_algorithm: Annotated[str | None, Opt(
+        "override the algorithm the key implies",
+        HTTP, "--jwt-algorithm", ("WORKSPACE_MCP_JWT_ALGORITHM",), "ALG",
+    )] = None
+    auth_server: Annotated[str | None, Opt(
+        "authorization server to advertise (RFC 9728 metadata at "
+        "/.well-known/oauth-protected-resource)",
+        HTTP, "--auth-server", ("WORKSPACE_MCP_AUTH_SERVER",), "URL",
+    )] = None
+    public_url: Annotated[str | None, Opt(
+        "this server's external base URL (for the metadata)",
+        HTTP, "--public-url", ("WORKSPACE_MCP_PUBLIC_URL",), "URL",
+    )] = None
+    no_auth: Annotated[bool, Opt(
+        "serve without auth (loopback only; prints a warning)",
+        HTTP, "--no-auth", ("WORKSPACE_MCP_NO_AUTH",),
+    )] = False
+    allowed_hosts: Annotated[tuple[str, ...], Opt(
+        "accept this Host header too (repeatable)",
+        HTTP, "--allowed-host", ("WORKSPACE_MCP_ALLOWED_HOSTS",), "HOST",
+    )] = ()
+    cors_origins: Annotated[tuple[str, ...], Opt(
+        "allow this browser origin, with CORS headers (repeatable)",
+        HTTP, "--cors-origin", ("WORKSPACE_MCP_CORS_ORIGINS",), "ORIGIN",
+    )] = ()
+    stateless: Annotated[bool, Opt(
+        "no sessions: every POST is handled on its own",
+        HTTP, "--stateless", ("WORKSPACE_MCP_STATELESS",),
+    )] = False
+    allow_remote_exec: Annotated[bool, Opt(
+        "let --shell/--shell-any/--tasks apply over HTTP too",
+        HTTP, "--allow-remote-exec", ("WORKSPACE_MCP_ALLOW_REMOTE_EXEC",),
+    )] = False
+    rate_limit: Annotated[float | None, Field(gt=0), Opt(
+        "at most N requests per second per subject",
+        HTTP, "--rate-limit", ("WORKSPACE_MCP_RATE_LIMIT",), "N",
+    )] = None
+    # fmt: on
 
     def secret_values(self) -> tuple[str, ...]:
+        """The server's own credentials: scrubbed by value from every child environment."""
         values = [self.token, self.jwt_secret, *(key for _, key in self.api_keys)]
         return tuple(v for v in values if v)
 
-    # HTTP transport (create_server uses them for auth, /health and exec gating)
-    http: bool = False
-    host: str = "127.0.0.1"
-    port: int = 3333
-    no_auth: bool = False
-    jwt_public_key: str | None = None
-    jwks_url: str | None = None
-    jwt_issuer: str | None = None
-    jwt_audience: str | None = None
-    jwt_algorithm: str | None = None
-    auth_server: str | None = None  # RFC 9728 metadata points clients here
-    public_url: str | None = None  # this server's external base URL (for the metadata)
-    allowed_hosts: Sequence[str] = ()
-    cors_origins: Sequence[str] = ()
-    stateless: bool = False
-    allow_remote_exec: bool = False
-    rate_limit: float | None = None  # requests per second per subject
 
-
-def parse_workspace_flag(value: str) -> tuple[str, str]:
-    """`NAME=DIR` as the backbone document spells it; a missing `=` aborts start-up."""
-    if "=" not in value:
-        raise ConfigError(f'--workspace expects NAME=DIR, got "{value}"')
-    name, path = value.split("=", 1)
-    if not path:
-        raise ConfigError(f'--workspace "{name}" has an empty path')
-    return name, path
-
-
-def truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
-
-
-def read_dotenv(path: str = ".env") -> dict[str, str]:
-    """Values from a `.env` file in the cwd, without touching `os.environ`.
-
-    Loaded into a separate mapping so the real environment keeps precedence.
-    """
-    if not os.path.isfile(path):
-        return {}
-    from dotenv import dotenv_values
-
-    return {k: v for k, v in dotenv_values(path).items() if v is not None}
-
-
-def layered_env(
-    environ: Mapping[str, str] | None = None, dotenv_path: str = ".env"
-) -> dict[str, str]:
-    env = read_dotenv(dotenv_path)
-    env.update(os.environ if environ is None else environ)
-    return env
-
-
-def parse_api_keys(values: Sequence[str]) -> tuple[tuple[str, str], ...]:
-    """`SUBJECT=TOKEN` pairs; a malformed one aborts start-up."""
-    pairs = []
-    for value in values:
-        if "=" not in value:
-            raise ConfigError("--api-key expects SUBJECT=TOKEN")
-        subject, token = value.split("=", 1)
-        if not subject or not token:
-            raise ConfigError("--api-key expects a non-empty SUBJECT and TOKEN")
-        pairs.append((subject.strip(), token.strip()))
-    return tuple(pairs)
+def options() -> dict[str, tuple[Opt, Any]]:
+    """Each setting's name -> (its Opt, its field info), in declaration order."""
+    found = {}
+    for name, info in Settings.model_fields.items():
+        opt = next((m for m in info.metadata if isinstance(m, Opt)), None)
+        if opt is not None:
+            found[name] = (opt, info)
+    return found

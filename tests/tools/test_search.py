@@ -281,7 +281,9 @@ def test_catastrophic_pattern_is_bounded_in_the_python_engine(ws: Path) -> None:
     with pytest.raises(
         WorkspaceError, match=r"took longer than 0.5 s \(catastrophic backtracking\?\)"
     ):
-        python_engine.grep(WorkspaceRegistry.confined(str(ws)).primary, "", True, query, [], budget=0.5)
+        python_engine.grep(
+            WorkspaceRegistry.confined(str(ws)).primary, "", True, query, [], budget=0.5
+        )
 
 
 def test_python_walk_survives_a_tree_deeper_than_the_recursion_limit(ws: Path) -> None:
@@ -304,7 +306,9 @@ def test_python_walk_survives_a_tree_deeper_than_the_recursion_limit(ws: Path) -
         no_ignore=False,
     )
     try:
-        result = python_engine.grep(WorkspaceRegistry.confined(str(ws)).primary, "", True, query, [])
+        result = python_engine.grep(
+            WorkspaceRegistry.confined(str(ws)).primary, "", True, query, []
+        )
         assert result.matches == 1 and result.hits[0].path.endswith("/deep.txt")
     finally:
         # pytest's own temp cleanup recurses and would fail on this tree.

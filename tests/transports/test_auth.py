@@ -9,6 +9,7 @@ import jwt
 import pytest
 
 from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.configuration import preflight
 from agent_workspace_mcp.core.errors import ConfigError
 from agent_workspace_mcp.transports.auth import JwtVerifier, KeyVerifier
 from agent_workspace_mcp.transports.http import allowed_hosts, allowed_origins
@@ -57,13 +58,21 @@ async def test_hs256_verifier() -> None:
     assert await verifier.verify_token(skewed) is not None
 
 
-def test_jwt_configuration_errors() -> None:
+def test_jwt_configuration_errors(ws: Path) -> None:
+    """Checked with the rest of the configuration, before FastMCP is imported."""
+    base = {"root": str(ws), "http": True}
     with pytest.raises(ConfigError, match="--jwt-audience"):
-        JwtVerifier(secret=SECRET, audience="")
+        preflight(Settings(**base, jwt_secret=SECRET))
     with pytest.raises(ConfigError, match="at least 32"):
-        JwtVerifier(secret="short", audience="ws")
+        preflight(Settings(**base, jwt_secret="short", jwt_audience="ws"))
     with pytest.raises(ConfigError, match="exactly one"):
-        JwtVerifier(secret=SECRET, jwks_url="http://127.0.0.1:1/jwks", audience="ws")
+        preflight(Settings(**base, jwt_secret=SECRET, jwks_url="http://127.0.0.1:1/jwks",
+                           jwt_audience="ws"))  # fmt: skip
+    with pytest.raises(ConfigError, match="implies an HS"):
+        preflight(Settings(**base, jwt_secret=SECRET, jwt_audience="ws", jwt_algorithm="RS256"))
+    # The server built as a library refuses the same configuration.
+    with pytest.raises(ConfigError, match="--jwt-audience"):
+        create_server(Settings(**base, jwt_secret=SECRET))
 
 
 def test_host_and_origin_allowlists() -> None:

@@ -346,9 +346,7 @@ def locate(
         reason = protected_reason(ws, tuple(_split(user_path)), shown)
         if reason:
             raise ProtectedPathError(reason)
-    located = _walk(
-        ws, start, user_path, shown, follow_final, create_parents, defer_parents, write
-    )
+    located = _walk(ws, start, user_path, shown, follow_final, create_parents, defer_parents, write)
     if write:
         reason = protected_reason(ws, located.real_parts, shown)
         if reason:

@@ -28,11 +28,9 @@ from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED
 from .process import CappedLog, Child, strip_ansi
 
 
-def default_job_dir(environ: dict[str, str] | None = None) -> str:
-    env = os.environ if environ is None else environ
-    return env.get("WORKSPACE_MCP_JOB_DIR") or os.path.join(
-        tempfile.gettempdir(), "workspace-mcp-jobs"
-    )
+def default_job_dir() -> str:
+    """The shared temp directory's `workspace-mcp-jobs` (checked before use, see below)."""
+    return os.path.join(tempfile.gettempdir(), "workspace-mcp-jobs")
 
 
 def _private_dir(path: str) -> bool:

@@ -136,7 +136,6 @@ SKILL_MD_MAX_BYTES = 48 * KIB
 SKILL_FILES_LISTED = 200  # ours: bundled paths shown by the skill tool; the rest are counted
 
 # --- audit (ours; "rotated like the journal", issue 7) ---------------------------------
-AUDIT_MAX_BYTES_DEFAULT = 5 * MIB
 AUDIT_FIELD_CHARS = 300
 
 # --- git (seed unless marked) -------------------------------------------------------

@@ -16,7 +16,6 @@ Layers, outermost first, each a small ASGI callable with one job:
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os
@@ -29,9 +28,10 @@ from fastmcp import FastMCP
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
+from ..configuration import is_loopback, is_wildcard
 from ..console import say
 from ..core.containment import locate
-from ..core.errors import ConfigError, WorkspaceError
+from ..core.errors import WorkspaceError
 from ..core.limits import HTTP_TRACKED_SESSIONS
 from ..core.workspaces import Subpath
 from ..services import Services
@@ -39,19 +39,6 @@ from ..services import Services
 log = logging.getLogger("agent_workspace_mcp")
 MCP_PATH = "/mcp"
 SUBPATH_HEADER = "x-workspace-subpath"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def is_wildcard(host: str) -> bool:
-    return host in ("0.0.0.0", "::", "[::]", "")
 
 
 def allowed_hosts(host: str, port: int, extra: Iterable[str]) -> set[str] | None:
@@ -264,17 +251,6 @@ def build_http_app(app: FastMCP, services: Services):
     hosts = allowed_hosts(settings.host, settings.port, settings.allowed_hosts)
     origins = allowed_origins(settings.host, settings.port, settings.cors_origins)
     return OriginHostGuard(asgi, hosts, origins)
-
-
-def check_exposure(services: Services, has_auth: bool) -> None:
-    settings = services.settings
-    if not has_auth and not is_loopback(settings.host):
-        raise ConfigError(
-            f"refusing to serve {settings.host} without auth; use --token, --api-key or JWT "
-            "(or bind 127.0.0.1)"
-        )
-    if settings.unconfined and not has_auth:
-        raise ConfigError("refusing --unconfined over HTTP without auth")
 
 
 def run_http(app: FastMCP, services: Services) -> int:

@@ -1,0 +1,329 @@
+"""Settings from flags, the environment and `.env`, generated from the one declaration.
+
+Precedence: flags, then the environment, then a `.env` file in the cwd, then the
+declared default. Every value from every source is parsed by the same converters, so a
+bad value gets the same one-line error naming where it came from
+(`WORKSPACE_MCP_READ_ONLY: 'ture' is not a boolean`). The argparse parser, `--help` and
+the README's configuration table are built from `settings.options()`.
+
+Why not pydantic-settings' own sources: the flags and variables predate this module
+(`--shell`/`--shell-any` for one setting, `--no-audit`, `NAME=DIR` pairs, unprefixed
+names such as `MCP_TOKEN` and `WORKSPACE_CWD` from the source documents), and an error
+must name the source that supplied the bad value; both are a few lines here and a
+fight with its CLI source. pydantic still validates the assembled model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from .core.errors import ConfigError
+from .core.workspaces import WorkspaceRegistry
+from .settings import GROUPS, Opt, Settings, options
+
+PROG = "agent-workspace-mcp"
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off", ""}
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(PROG)
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+# --- types ---------------------------------------------------------------------------
+
+
+def _kind(annotation: Any) -> tuple[str, Any]:
+    """('bool'|'int'|'float'|'str'|'choice'|'list'|'pairs', detail) for a field type."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _kind(args[0])
+    if origin is Literal:
+        return "choice", typing.get_args(annotation)
+    if origin is tuple:
+        item = typing.get_args(annotation)[0]
+        return ("pairs", None) if typing.get_origin(item) is tuple else ("list", None)
+    return {bool: "bool", int: "int", float: "float"}.get(annotation, "str"), None
+
+
+def _convert(name: str, opt: Opt, annotation: Any, raw: Any, source: str) -> Any:
+    kind, detail = _kind(annotation)
+    if kind == "bool":
+        value = raw if isinstance(raw, bool) else _boolean(raw, source)
+        return (not value) if opt.negate else value
+    if kind in ("int", "float"):
+        try:
+            return int(raw) if kind == "int" else float(raw)
+        except (TypeError, ValueError):
+            what = "a whole number" if kind == "int" else "a number"
+            raise ConfigError(f"{source}: {raw!r} is not {what}") from None
+    if kind == "choice":
+        value = raw.strip()
+        if opt.extra.get("upper"):
+            value = value.upper()
+        if value not in detail:
+            allowed = ", ".join(str(c) for c in detail)
+            raise ConfigError(f"{source}: {raw!r} is not one of {allowed}")
+        return value
+    if kind in ("list", "pairs"):
+        items = [p.strip() for value in raw for p in value.split(",") if p.strip()]
+        if kind == "list":
+            return tuple(items)
+        return tuple(_pair(item, opt, source) for item in items)
+    return raw
+
+
+def _boolean(raw: str, source: str) -> bool:
+    text = str(raw).strip().lower()
+    if text in TRUE:
+        return True
+    if text in FALSE:
+        return False
+    raise ConfigError(f"{source}: {raw!r} is not a boolean (use true or false)")
+
+
+def _pair(item: str, opt: Opt, source: str) -> tuple[str, str]:
+    left, sep, right = item.partition("=")
+    shape = opt.metavar or "NAME=VALUE"
+    if not sep:
+        shown = "" if opt.secret else f', got "{item}"'  # never echo a credential
+        raise ConfigError(f"{source} expects {shape}{shown}")
+    if not left.strip() or not right.strip():
+        raise ConfigError(f"{source} expects a non-empty {shape.replace('=', ' and ')}")
+    return left.strip(), right.strip()
+
+
+# --- the parser ----------------------------------------------------------------------
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{PROG}: error: {message} (see --help)\n")
+
+
+def _help(opt: Opt, info: Any) -> str:
+    text = opt.help
+    default = info.default
+    if not opt.secret and default not in (None, (), False, True, ""):
+        text += f" (default {default})"
+    if opt.env:
+        text += f" [env {opt.env[0]}]"
+    return text.replace("%", "%%")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog=PROG,
+        description=(
+            "A safe, fast MCP workspace for coding agents. Serves files under --root "
+            "(and named --workspace roots) over stdio, or Streamable HTTP with --http."
+        ),
+        epilog=(
+            "Precedence: flags, then the environment, then a .env file in the cwd. "
+            "Settings without a flag: "
+            + "; ".join(
+                f"{opt.env[0]}: {opt.help}"
+                for opt, _ in options().values()
+                if opt.flag is None and not opt.consts and opt.env
+            )
+            + "."
+        ).replace("%", "%%"),
+    )
+    parser.add_argument("-v", "--version", action="version", version=f"{PROG} {package_version()}")
+    groups = {name: parser.add_argument_group(name) for name in GROUPS}
+    for name, (opt, info) in options().items():
+        group = groups[opt.group]
+        for index, (flag, value, help_text) in enumerate(opt.consts):
+            if index == len(opt.consts) - 1 and opt.env:
+                envs = [f"{opt.env[0]}={'|'.join(str(v) for _, v, _ in opt.consts)}"]
+                envs += [f"{var}=1" for var, _ in opt.env_consts]
+                help_text += f" [env {', '.join(envs)}]"
+            group.add_argument(
+                flag, dest=f"{name}__{flag}", action="store_const", const=value, help=help_text
+            )
+        if opt.flag is None:
+            continue
+        kind = _kind(info.annotation)[0]
+        common: dict[str, Any] = {"dest": name, "help": _help(opt, info)}
+        if kind == "bool":
+            group.add_argument(opt.flag, action="store_const", const=True, **common)
+        elif kind in ("list", "pairs"):
+            group.add_argument(opt.flag, action="append", metavar=opt.metavar, **common)
+        else:
+            group.add_argument(opt.flag, metavar=opt.metavar or name.upper(), **common)
+    return parser
+
+
+# --- loading -------------------------------------------------------------------------
+
+
+def read_dotenv(path: str = ".env") -> dict[str, str]:
+    """Values from a `.env` file, without touching `os.environ`."""
+    if not os.path.isfile(path):
+        return {}
+    from dotenv import dotenv_values
+
+    return {k: v for k, v in dotenv_values(path).items() if v is not None}
+
+
+def settings_from_sources(
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    dotenv_path: str = ".env",
+) -> Settings:
+    """Flags over environment over `.env` over defaults; one-line ConfigError on bad input."""
+    args = vars(build_parser().parse_args(argv))
+    environment = dict(os.environ if environ is None else environ)
+    dotenv = read_dotenv(dotenv_path)
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+
+    def from_env(var: str) -> tuple[str, str] | None:
+        if var in environment:
+            return environment[var], var
+        if var in dotenv:
+            return dotenv[var], f".env {var}"
+        return None
+
+    for name, (opt, info) in options().items():
+        const = next(
+            ((flag, value) for flag, value, _ in opt.consts if args.get(f"{name}__{flag}")),
+            None,
+        )
+        if const is not None:
+            values[name], sources[name] = const[1], const[0]
+            continue
+        given = args.get(name) if opt.flag else None
+        if given is not None:
+            values[name] = _convert(name, opt, info.annotation, given, opt.flag or name)
+            sources[name] = opt.flag or name
+            continue
+        for var in opt.env:
+            found = from_env(var)
+            if found is None or (found[0] == "" and _kind(info.annotation)[0] != "bool"):
+                continue
+            raw, source = found
+            kind = _kind(info.annotation)[0]
+            value = [raw] if kind in ("list", "pairs") else raw
+            values[name] = _convert(name, opt, info.annotation, value, source)
+            sources[name] = source
+            break
+        else:
+            for var, value in opt.env_consts:
+                found = from_env(var)
+                if found is not None and _boolean(found[0], found[1]):
+                    values[name], sources[name] = value, found[1]
+                    break
+    try:
+        settings = Settings(**values)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else ""
+        source = sources.get(field, field)
+        raise ConfigError(f"{source}: {error['msg'][0].lower()}{error['msg'][1:]}") from None
+    if settings.unconfined and (settings.root is not None or settings.workspaces):
+        raise ConfigError("--unconfined cannot be combined with --root or --workspace")
+    return settings
+
+
+# --- checks that need no FastMCP ------------------------------------------------------
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def is_wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "[::]", "")
+
+
+def has_jwt(settings: Settings) -> bool:
+    return any((settings.jwt_secret, settings.jwt_public_key, settings.jwks_url))
+
+
+def preflight(settings: Settings) -> WorkspaceRegistry:
+    """Everything about a configuration that can be wrong, checked before FastMCP loads:
+    the roots, and for HTTP the auth options and the exposure rules. Returns the roots."""
+    if settings.unconfined:
+        registry = WorkspaceRegistry.unconfined(
+            os.getcwd(), allow_git_writes=settings.allow_git_writes
+        )
+    else:
+        registry = WorkspaceRegistry.confined(
+            settings.root, settings.workspaces, allow_git_writes=settings.allow_git_writes
+        )
+    if settings.http:
+        _check_http(settings)
+    return registry
+
+
+def _check_http(settings: Settings) -> None:
+    jwt = has_jwt(settings)
+    if not settings.no_auth and not (settings.token or settings.api_keys or jwt):
+        raise ConfigError(
+            "HTTP needs auth: give --token, --api-key or JWT options (or --no-auth, loopback only)"
+        )
+    if jwt:
+        sources = (settings.jwt_secret, settings.jwt_public_key, settings.jwks_url)
+        if sum(x is not None for x in sources) != 1:
+            raise ConfigError("give exactly one of --jwt-secret, --jwt-public-key, --jwks-url")
+        if not settings.jwt_audience:
+            raise ConfigError(
+                "JWT auth needs --jwt-audience (tokens must be issued for this server)"
+            )
+        if settings.jwt_secret is not None:
+            if len(settings.jwt_secret) < 32:
+                raise ConfigError("--jwt-secret must be at least 32 characters")
+            if settings.jwt_algorithm and not settings.jwt_algorithm.startswith("HS"):
+                raise ConfigError("--jwt-secret implies an HS* algorithm")
+    has_auth = not settings.no_auth
+    if not has_auth and not is_loopback(settings.host):
+        raise ConfigError(
+            f"refusing to serve {settings.host} without auth; use --token, --api-key or JWT "
+            "(or bind 127.0.0.1)"
+        )
+    if settings.unconfined and not has_auth:
+        raise ConfigError("refusing --unconfined over HTTP without auth")
+
+
+# --- documentation -------------------------------------------------------------------
+
+
+def markdown_table() -> str:
+    """The README's configuration table, generated from the declaration."""
+    rows = ["| Flag | Environment | Default | Description |", "| --- | --- | --- | --- |"]
+    for _name, (opt, info) in options().items():
+        flags = [f"`{opt.flag}" + (f" {opt.metavar}`" if opt.metavar else "`")] if opt.flag else []
+        flags += [f"`{flag}`" for flag, _, _ in opt.consts]
+        env = [f"`{var}`" for var in opt.env] + [f"`{var}=1`" for var, _ in opt.env_consts]
+        default = info.default
+        shown = "" if opt.secret or default in (None, ()) else f"`{default}`"
+        if isinstance(default, bool):
+            shown = "off" if default == opt.negate else "on"  # a --no-X flag defaults to off
+        help_text = opt.help.replace("|", "\\|")
+        rows.append(f"| {' / '.join(flags)} | {', '.join(env)} | {shown} | {help_text} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":  # `python -m agent_workspace_mcp.configuration` > README table
+    print(markdown_table())

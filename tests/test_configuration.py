@@ -1,0 +1,108 @@
+"""Settings come from one declaration: every source parsed alike, errors name the source,
+`--help` and the README table are generated from it (issue 12)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_workspace_mcp.configuration import build_parser, markdown_table, settings_from_sources
+from agent_workspace_mcp.core.errors import ConfigError
+from agent_workspace_mcp.settings import Settings, options
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        ([], {"WORKSPACE_MCP_READ_ONLY": "ture"},
+         "WORKSPACE_MCP_READ_ONLY: 'ture' is not a boolean (use true or false)"),
+        ([], {"WORKSPACE_MCP_LOG_LEVEL": "foo"},
+         "WORKSPACE_MCP_LOG_LEVEL: 'foo' is not one of DEBUG, INFO, WARNING, ERROR"),
+        ([], {"WORKSPACE_MCP_PORT": "80a"}, "WORKSPACE_MCP_PORT: '80a' is not a whole number"),
+        (["--port", "80a"], {}, "--port: '80a' is not a whole number"),
+        (["--port", "70000"], {}, "--port: input should be less than or equal to 65535"),
+        ([], {"WORKSPACE_MCP_PORT": "0"},
+         "WORKSPACE_MCP_PORT: input should be greater than or equal to 1"),
+        ([], {"WORKSPACE_MCP_PROMOTE_AFTER_MS": "-5"},
+         "WORKSPACE_MCP_PROMOTE_AFTER_MS: input should be greater than or equal to 1"),
+        ([], {"WORKSPACE_MCP_SANDBOX": "docker"}, "WORKSPACE_MCP_SANDBOX: 'docker' is not one of bwrap"),
+        ([], {"WORKSPACE_MCP_SHELL_MODE": "all"},
+         "WORKSPACE_MCP_SHELL_MODE: 'all' is not one of allowlist, any"),
+        ([], {"WORKSPACE_MCP_SHELL": "maybe"}, "WORKSPACE_MCP_SHELL: 'maybe' is not a boolean"),
+        (["--rate-limit", "0"], {}, "--rate-limit: input should be greater than 0"),
+        ([], {"WORKSPACE_MCP_API_KEYS": "alice-secret-token"},
+         "WORKSPACE_MCP_API_KEYS expects SUBJECT=TOKEN"),
+        (["--workspace", "noequals"], {}, '--workspace expects NAME=DIR, got "noequals"'),
+    ],
+)  # fmt: skip
+def test_a_bad_value_from_any_source_names_the_source(argv, env, message) -> None:
+    with pytest.raises(ConfigError) as caught:
+        settings_from_sources(argv, environ=env, dotenv_path="/nonexistent/.env")
+    text = str(caught.value)
+    assert text.startswith(message), text
+    assert "\n" not in text and "secret-token" not in text
+
+
+def test_dotenv_values_are_named_as_such(tmp_path: Path) -> None:
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("WORKSPACE_MCP_TASKS=sometimes\n")
+    with pytest.raises(ConfigError, match=r"^\.env WORKSPACE_MCP_TASKS: 'sometimes' is not"):
+        settings_from_sources([], environ={}, dotenv_path=str(dotenv))
+
+
+def test_every_source_gives_the_same_value() -> None:
+    none = "/nonexistent/.env"
+    assert settings_from_sources(["--shell"], {}, none).shell_mode == "allowlist"
+    assert settings_from_sources([], {"WORKSPACE_MCP_SHELL": "yes"}, none).shell_mode == "allowlist"
+    assert settings_from_sources([], {"WORKSPACE_MCP_SHELL_MODE": "any"}, none).shell_mode == "any"
+    assert settings_from_sources(["--shell-any"], {"WORKSPACE_MCP_SHELL_MODE": "allowlist"},
+                                 none).shell_mode == "any"  # fmt: skip
+    assert settings_from_sources(["--no-audit"], {}, none).audit is False
+    assert settings_from_sources([], {"WORKSPACE_MCP_NO_AUDIT": "true"}, none).audit is False
+    assert (
+        settings_from_sources([], {"WORKSPACE_MCP_LOG_LEVEL": "debug"}, none).log_level == "DEBUG"
+    )
+    flags = settings_from_sources(["--tools", "a,b", "--tools", "c"], {}, none)
+    env = settings_from_sources([], {"WORKSPACE_MCP_TOOLS": "a, b,c"}, none)
+    assert flags.tools == env.tools == ("a", "b", "c")
+    keys = settings_from_sources([], {"WORKSPACE_MCP_API_KEYS": "a=t1,b=t2"}, none)
+    assert keys.api_keys == (("a", "t1"), ("b", "t2"))
+    assert settings_from_sources([], {}, none) == Settings()
+
+
+def test_the_readme_table_is_the_declaration() -> None:
+    text = README.read_text()
+    match = re.search(r"<!-- settings:start -->\n(.*?)\n<!-- settings:end -->", text, re.S)
+    assert match, "README.md lacks the generated settings table markers"
+    assert match.group(1) == markdown_table(), (
+        "README.md's settings table is stale: regenerate it with "
+        "`python -m agent_workspace_mcp.configuration`"
+    )
+
+
+def test_help_lists_every_flag_and_variable() -> None:
+    text = build_parser().format_help()
+    for opt, _ in options().values():
+        for name in (opt.flag, *(flag for flag, _, _ in opt.consts), *opt.env):
+            if name:
+                assert name in text, name
+
+
+def test_a_bad_configuration_is_refused_before_fastmcp_is_imported(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from agent_workspace_mcp.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(code, 'fastmcp' in sys.modules)\n"
+    )
+    for argv in (["--root", str(tmp_path / "nope")], ["--http", "--root", str(tmp_path)]):
+        out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=60)  # fmt: skip
+        assert out.stdout.strip() == "2 False", (out.stdout, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1
