@@ -28,10 +28,10 @@ from .middleware.audit import AuditMiddleware
 from .middleware.errors import ErrorShapingMiddleware
 from .middleware.journal import JournalMiddleware
 from .middleware.sessions import SubpathMiddleware
+from .requestctx import READ_TAG, WRITE_TAG, current_subject
 from .services import Services
 from .settings import Settings
 from .tools import changes, editing, files, git, memory, search, shell, skills, workspaces
-from .tools.base import READ_TAG, WRITE_TAG, current_subject
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -102,21 +102,16 @@ def _auth(settings: Settings):
     return verifier
 
 
-def _exec_allowed(settings: Settings) -> Settings:
-    """Over HTTP, execution stays off unless --allow-remote-exec (coding-agent document)."""
-    wants = settings.shell_mode is not None or settings.tasks or settings.unconfined
-    if not settings.http or settings.allow_remote_exec or not wants:
-        return settings
-    if settings.shell_mode is not None or settings.tasks:
+def _warn_exec_off(settings: Settings) -> None:
+    if not settings.execution_allowed and (settings.shell_mode is not None or settings.tasks):
         log.warning("command execution is off over HTTP; pass --allow-remote-exec to enable it")
-    return settings.model_copy(update={"shell_mode": None, "tasks": False})
 
 
 def build(settings: Settings) -> tuple[FastMCP, Services]:
     """The app and the services behind it (for callers that manage shutdown themselves)."""
     _configure_logging(settings.log_level)
     registry = preflight(settings)
-    settings = _exec_allowed(settings)
+    _warn_exec_off(settings)
     auth = _auth(settings)
     services = Services(
         settings=settings,

@@ -242,6 +242,12 @@ class Settings(BaseModel):
     )] = None
     # fmt: on
 
+    @property
+    def execution_allowed(self) -> bool:
+        """Commands may run: always over stdio; over HTTP only with --allow-remote-exec
+        (the coding-agent document). The one place this rule lives."""
+        return not self.http or self.allow_remote_exec
+
     def secret_values(self) -> tuple[str, ...]:
         """The server's own credentials: scrubbed by value from every child environment."""
         values = [self.token, self.jwt_secret, *(key for _, key in self.api_keys)]

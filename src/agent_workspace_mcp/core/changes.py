@@ -21,6 +21,7 @@ from .errors import InvalidArgumentError, NotFoundError, WorkspaceError
 from .fileops import make_directory
 from .limits import CHANGE_DOC_MAX_BYTES, SLUG_MAX_CHARS, STATE_DIR_NAME
 from .memory import now_iso
+from .osflags import DIR_FLAGS
 from .statefiles import (
     file_size,
     read_json,
@@ -60,9 +61,7 @@ class Changes:
             with locate(ws, state_rel(ws, "changes")) as loc:  # NotFoundError: no state yet
                 if loc.lstat() is None:
                     return []
-                fd = os.open(
-                    loc.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=loc.dir_fd
-                )
+                fd = os.open(loc.name, DIR_FLAGS, dir_fd=loc.dir_fd)
                 try:
                     names = os.listdir(fd)
                 finally:

@@ -45,9 +45,9 @@ from .errors import (
     describe_os_error,
 )
 from .limits import PATH_MAX_CHARS, STATE_DIR_NAME, SYMLINK_HOPS
-from .workspaces import Workspace
+from .osflags import DIR_FLAGS
+from .workspaces import Subpath, Workspace
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 GIT_DIR_NAME = ".git"
 
 
@@ -67,11 +67,11 @@ def open_root(ws: Workspace) -> int:
     one: a directory replaced by a symlink, or moved and recreated, is refused.
     """
     if ws.anchor is None or ws.subpath is None:
-        return os.open(ws.root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+        return os.open(ws.root, DIR_FLAGS & ~os.O_NOFOLLOW)
     fd = open_root(ws.anchor)
     try:
         for part in ws.subpath.parts:
-            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = nxt
         st = os.fstat(fd)
@@ -97,7 +97,7 @@ def open_dir(ws: Workspace, rel_parts: tuple[str, ...] = ()) -> int:
     fd = open_root(ws)
     for part in rel_parts:
         try:
-            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
         except OSError:
             os.close(fd)
             raise WorkspaceError(
@@ -129,6 +129,22 @@ def parts_below(ws: Workspace, real_abs: str) -> tuple[str, ...]:
     if inside is None:
         raise OutsideWorkspaceError(real_abs)
     return tuple(inside)
+
+
+def resolve_subpath(ws: Workspace, raw: str) -> Subpath:
+    """An existing directory below `ws` as a session's root: its real components and its
+    (dev, inode), resolved once through the walk. `open_root()` then reaches it by those
+    components, never following a link, and refuses it if its identity changed."""
+    with locate(ws, raw) as loc:
+        try:
+            fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
+        except OSError:
+            raise WorkspaceError(f"must name an existing directory: {raw}") from None
+        try:
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        return Subpath(loc.real_parts, (st.st_dev, st.st_ino))
 
 
 def protected_reason(ws: Workspace, parts: tuple[str, ...], shown: str) -> str | None:
@@ -198,7 +214,7 @@ class Located:
                 remove_created(made)
                 raise WorkspaceError(describe_os_error(exc, self.display)) from None
             try:
-                fd = os.open(comp, _DIR_FLAGS, dir_fd=self.dir_fd)
+                fd = os.open(comp, DIR_FLAGS, dir_fd=self.dir_fd)
             except OSError:
                 remove_created(made)
                 raise WorkspaceError(
@@ -423,7 +439,7 @@ def _walk(
                 located = Located(ws, fds.pop(), comp, (*names, comp), shown)
                 return located
             try:
-                fd = os.open(comp, _DIR_FLAGS, dir_fd=fds[-1])
+                fd = os.open(comp, DIR_FLAGS, dir_fd=fds[-1])
             except FileNotFoundError:
                 if defer_parents and ".." not in pending:
                     missing = (comp, *[p for p in pending if p != "."])

@@ -24,9 +24,8 @@ from .errors import (
 )
 from .hints import not_found
 from .limits import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, MIB
+from .osflags import DIR_FLAGS
 from .textio import is_binary, kind_of, open_regular
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def make_directory(loc: Located) -> bool:
@@ -54,7 +53,7 @@ def remove_tree(parent_fd: int, name: str) -> int:
     fd-relative at every level with O_NOFOLLOW, so symlinks are unlinked, not entered.
     """
     removed = 0
-    root_fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    root_fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     stack: list[tuple[int, str]] = [(root_fd, name)]  # (fd of dir, its name in parent)
     try:
         while stack:
@@ -63,7 +62,7 @@ def remove_tree(parent_fd: int, name: str) -> int:
             with os.scandir(fd) as entries:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
-                        child = os.open(entry.name, _DIR_FLAGS, dir_fd=fd)
+                        child = os.open(entry.name, DIR_FLAGS, dir_fd=fd)
                         stack.append((child, entry.name))
                         descended = True
                         break

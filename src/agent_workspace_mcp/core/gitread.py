@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from .containment import GIT_DIR_NAME, open_root, root_cwd
 from .errors import WorkspaceError
 from .limits import GIT_OUTPUT_BYTES, GIT_STATUS_TIMEOUT_SECONDS
+from .osflags import DIR_FLAGS
 from .workspaces import Workspace
 
 _SAFE_CONFIG = (
@@ -230,7 +231,7 @@ def _declares_git_inside(ws: Workspace) -> bool:
     try:
         fds = [fd]
         for part in parts:
-            fds.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+            fds.append(os.open(part, DIR_FLAGS, dir_fd=fds[-1]))
         for dir_fd in fds:
             try:
                 os.stat(GIT_DIR_NAME, dir_fd=dir_fd, follow_symlinks=False)

@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from .containment import locate
 from .errors import WorkspaceError
 from .limits import SKILL_FILES_MAX, SKILL_MD_MAX_BYTES, SKILL_TOTAL_MAX_BYTES
+from .osflags import DIR_FLAGS, READ_FLAGS
 from .workspaces import Workspace
 
 log = logging.getLogger("agent_workspace_mcp")
 
 DEFAULT_SKILLS_DIR = ".agents/skills"
 NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class SkillProblem(ValueError):
@@ -112,7 +111,7 @@ class SkillStore:
             if st is None or not stat.S_ISDIR(st.st_mode):
                 return []
             try:
-                root_fd = os.open(loc.name or ".", _DIR_FLAGS, dir_fd=loc.dir_fd)
+                root_fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
             except OSError:
                 return []
             shown_root = loc.display
@@ -135,7 +134,7 @@ class SkillStore:
         self, ws: Workspace, root_fd: int, name: str, shown: str, with_contents: bool
     ) -> SkillInfo | None:
         try:
-            folder_fd = os.open(name, _DIR_FLAGS, dir_fd=root_fd)
+            folder_fd = os.open(name, DIR_FLAGS, dir_fd=root_fd)
         except OSError:
             return None
         try:
@@ -202,7 +201,7 @@ def _scan(folder_fd: int) -> dict[str, tuple[int, float]]:
                         st = entry.stat(follow_symlinks=False)
                         rel = f"{prefix}{entry.name}"
                         if stat.S_ISDIR(st.st_mode):
-                            stack.append((os.open(entry.name, _DIR_FLAGS, dir_fd=fd), f"{rel}/"))
+                            stack.append((os.open(entry.name, DIR_FLAGS, dir_fd=fd), f"{rel}/"))
                         elif stat.S_ISREG(st.st_mode):
                             found[rel] = (st.st_size, st.st_mtime)
                             if len(found) > SKILL_FILES_MAX:
@@ -225,9 +224,9 @@ def _read(folder_fd: int, rel: str) -> bytes:
     opened: list[int] = []
     try:
         for part in parts[:-1]:
-            fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            fd = os.open(part, DIR_FLAGS, dir_fd=fd)
             opened.append(fd)
-        file_fd = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
+        file_fd = os.open(parts[-1], READ_FLAGS, dir_fd=fd)
         try:
             chunks = []
             while chunk := os.read(file_fd, 1 << 20):

@@ -33,10 +33,10 @@ from typing import Any
 from .containment import Located, locate
 from .errors import NotFoundError, TooLargeError, WorkspaceError
 from .limits import MAX_FILE_BYTES, MIB, STATE_DIR_NAME, STATE_READ_BYTES
+from .osflags import NOFOLLOW_NONBLOCK
 from .textio import atomic_write, kind_of
 from .workspaces import Workspace
 
-_OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _warned: set[tuple[str, str]] = set()
 
 
@@ -85,14 +85,13 @@ def open_state(loc: Located, flags: int, *, create: bool) -> int | None:
     """
     for _ in range(3):  # a racing writer may plant something again; give up after that
         try:
-            fd = os.open(loc.name, flags | _OPEN_FLAGS, 0o600, dir_fd=loc.dir_fd)
+            fd = os.open(loc.name, flags | NOFOLLOW_NONBLOCK, 0o600, dir_fd=loc.dir_fd)
         except FileNotFoundError:
             if not create:
                 return None
             try:
-                fd = os.open(
-                    loc.name, flags | _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=loc.dir_fd
-                )
+                create_flags = flags | NOFOLLOW_NONBLOCK | os.O_CREAT | os.O_EXCL
+                fd = os.open(loc.name, create_flags, 0o600, dir_fd=loc.dir_fd)
             except FileExistsError:
                 continue
         except OSError as exc:

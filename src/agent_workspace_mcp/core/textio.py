@@ -31,9 +31,9 @@ from .errors import (
     describe_os_error,
 )
 from .limits import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, MIB
+from .osflags import READ_FLAGS
 
 UTF8_BOM = codecs.BOM_UTF8
-_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 def _umask() -> int:
@@ -68,7 +68,7 @@ def open_regular(loc: Located) -> tuple[int, os.stat_result]:
     if loc.is_root:
         raise WrongTypeError(f"{loc.display}: is a directory, not a regular file")
     try:
-        fd = os.open(loc.name, _READ_FLAGS, dir_fd=loc.dir_fd)
+        fd = os.open(loc.name, READ_FLAGS, dir_fd=loc.dir_fd)
     except FileNotFoundError:
         from .hints import not_found
 

@@ -8,8 +8,8 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core import activity
 from ..core.audit import AuditLog
+from ..requestctx import current_subject
 from ..services import Services
-from ..tools.base import current_subject
 from .outcome import Outcome, observed
 
 # Argument names whose values are paths (never content) and may be logged.

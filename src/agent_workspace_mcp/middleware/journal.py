@@ -13,8 +13,8 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core import activity
 from ..core.errors import WorkspaceError
+from ..requestctx import JOURNAL_TAG
 from ..services import Services
-from ..tools.base import JOURNAL_TAG
 from .outcome import Outcome, observed
 
 

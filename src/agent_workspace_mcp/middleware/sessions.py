@@ -9,6 +9,7 @@ sets the context variable the workspace registry honours. A sessionless request 
 from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
+from ..core.containment import resolve_subpath
 from ..core.workspaces import SESSION_SUBPATH
 from ..services import Services
 
@@ -29,9 +30,7 @@ class SubpathMiddleware(Middleware):
         raw = request.headers.get("x-workspace-subpath")
         if raw is None:
             return None
-        from ..transports.http import resolve_subpath
-
-        return resolve_subpath(self.services, raw)
+        return resolve_subpath(self.services.workspaces.primary, raw)
 
     async def on_request(self, context: MiddlewareContext, call_next):
         token = SESSION_SUBPATH.set(self._subpath())

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from ..core.errors import WorkspaceError, describe_os_error
 from ..core.limits import ANSWER_HARD_BYTES
+from ..requestctx import JOURNAL_TAG, READ_TAG, WRITE_TAG
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -35,9 +36,6 @@ ADDITIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 
-READ_TAG = "read"
-WRITE_TAG = "write"
-JOURNAL_TAG = "journal"  # middleware.journal writes an entry for these
 
 
 def _as_tool_error(fn_name: str, exc: Exception) -> ToolError:
@@ -90,19 +88,6 @@ def shaped(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise _as_tool_error(fn.__name__, exc) from None
 
     return wrapper
-
-
-def current_subject() -> str | None:
-    """The authenticated subject of this request (HTTP), or None (stdio, no auth)."""
-    from fastmcp.server.dependencies import get_access_token
-
-    try:
-        token = get_access_token()
-    except RuntimeError:
-        return None
-    if token is None:
-        return None
-    return token.subject or token.client_id or None
 
 
 def add_tool(

@@ -26,7 +26,6 @@ from ..core.commands import (
     DEFAULT_ALLOWLIST,
     Policy,
     bwrap_prefix,
-    safe_path_dirs,
     task_argv,
     which,
 )
@@ -35,8 +34,9 @@ from ..core.errors import InvalidArgumentError, WorkspaceError, WrongTypeError
 from ..core.jobs import Job
 from ..core.process import Child, describe_exit
 from ..core.workspaces import Workspace
+from ..requestctx import current_subject
 from ..services import Services
-from .base import WorkspaceArg, add_tool, current_subject
+from .base import WorkspaceArg, add_tool
 
 EXECUTES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
@@ -103,8 +103,7 @@ class Runner:
     def __init__(self, services: Services) -> None:
         self.services = services
         settings = services.settings
-        roots = [ws.root for ws in services.workspaces]
-        self.path_dirs = tuple(safe_path_dirs(os.environ.get("PATH", ""), roots))
+        self.path_dirs = tuple(services.child_path_dirs())
         allow = set(DEFAULT_ALLOWLIST) | set(settings.shell_allow)
         self.policy = Policy(settings.shell_mode or "allowlist", frozenset(allow), self.path_dirs)
         self.any_policy = Policy("any", frozenset(), self.path_dirs)
@@ -222,8 +221,8 @@ async def _progress(ctx: Context, elapsed: float, total: float, command: str) ->
 
 def register(app: FastMCP, services: Services) -> None:
     settings = services.settings
-    if settings.http and not settings.allow_remote_exec:
-        return  # remote execution is opt-in on its own (coding-agent document)
+    if not settings.execution_allowed:
+        return
     shell_on = settings.shell_mode is not None
     unrestricted = settings.shell_mode == "any" or settings.unconfined
     tasks_on = settings.tasks or shell_on

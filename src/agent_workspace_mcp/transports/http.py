@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import stat
 from collections.abc import Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,7 +28,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from ..configuration import is_loopback, is_wildcard
 from ..console import say
-from ..core.containment import locate
+from ..core import containment
 from ..core.errors import WorkspaceError
 from ..core.limits import HTTP_TRACKED_SESSIONS
 from ..core.workspaces import Subpath
@@ -128,31 +126,11 @@ def subject_of(scope) -> str | None:
 
 
 def resolve_subpath(services: Services, raw: str) -> Subpath:
-    """A contained, existing directory below the primary root, with its identity.
-
-    Resolved once through the containment walk; from then on the session reaches it by
-    re-walking these real components without following links and comparing (dev, inode).
-    """
-    ws = services.workspaces.primary
-    with locate(ws, raw) as loc:
-        if loc.is_root:
-            st = os.fstat(loc.dir_fd)
-        else:
-            try:
-                fd = os.open(
-                    loc.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=loc.dir_fd
-                )
-            except OSError:
-                raise WorkspaceError(
-                    f"{SUBPATH_HEADER} must name an existing directory: {raw}"
-                ) from None
-            try:
-                st = os.fstat(fd)
-            finally:
-                os.close(fd)
-        if not stat.S_ISDIR(st.st_mode):
-            raise WorkspaceError(f"{SUBPATH_HEADER} must name an existing directory: {raw}")
-        return Subpath(loc.real_parts, (st.st_dev, st.st_ino))
+    """The header's directory below the primary root, resolved once (see containment)."""
+    try:
+        return containment.resolve_subpath(services.workspaces.primary, raw)
+    except WorkspaceError as exc:
+        raise WorkspaceError(f"{SUBPATH_HEADER}: {exc}") from None
 
 
 class SessionGuard:

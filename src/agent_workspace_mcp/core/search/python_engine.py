@@ -25,6 +25,7 @@ from ..limits import (
     GREP_BYTES_PER_FILE,
     GREP_TIME_BUDGET_SECONDS,
 )
+from ..osflags import DIR_FLAGS, READ_FLAGS
 from .results import (
     GrepQuery,
     GrepResult,
@@ -40,9 +41,6 @@ if TYPE_CHECKING:  # imported lazily: only searches need them, not start-up
     from pathspec import GitIgnoreSpec
 
     from ..workspaces import Workspace
-
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class SearchTimeout(WorkspaceError):
@@ -82,7 +80,7 @@ def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
     from pathspec import GitIgnoreSpec
 
     try:
-        fd = os.open(".gitignore", _FILE_FLAGS, dir_fd=dir_fd)
+        fd = os.open(".gitignore", READ_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:
@@ -162,7 +160,7 @@ def walk_files(
                 if ignores.ignored(child, True, ignore_stack):
                     continue
                 try:
-                    child_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
+                    child_fd = os.open(name, DIR_FLAGS, dir_fd=fd)
                 except OSError:
                     continue
                 push(child_fd, child, depth + 1, ignore_stack)
@@ -181,7 +179,7 @@ def walk_files(
 def _open_dirs(root_fd: int, rel: str) -> int:
     fd = root_fd
     for part in [p for p in rel.split("/") if p not in ("", ".")]:
-        nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+        nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
         if fd != root_fd:
             os.close(fd)
         fd = nxt
@@ -190,7 +188,7 @@ def _open_dirs(root_fd: int, rel: str) -> int:
 
 def read_head(dir_fd: int, name: str, size: int) -> bytes | None:
     try:
-        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
     except OSError:
         return None
     try:

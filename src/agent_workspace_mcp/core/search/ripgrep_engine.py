@@ -52,6 +52,7 @@ from ..limits import (
     PIPE_DRAIN_GRACE_SECONDS,
     RG_STDERR_KEPT_BYTES,
 )
+from ..osflags import DIR_FLAGS
 from ..textio import read_range
 from ..workspaces import Workspace
 from .python_engine import SearchTimeout, lines_searched_in, read_head
@@ -308,7 +309,7 @@ class _DirCache:
                 try:
                     fd = os.open(
                         loc.name or ".",
-                        os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                        DIR_FLAGS,
                         dir_fd=loc.dir_fd,
                     )
                 except OSError:
