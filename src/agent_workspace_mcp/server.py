@@ -25,7 +25,8 @@ from .core.skills import SkillStore
 from .instructions import INSTRUCTIONS
 from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.audit import AuditMiddleware
-from .middleware.errors import ErrorShapingMiddleware
+from .middleware.budget import AnswerBudgetMiddleware
+from .middleware.errors import ErrorShapingMiddleware, quiet_expected_failures
 from .middleware.journal import JournalMiddleware
 from .middleware.sessions import SubpathMiddleware
 from .requestctx import READ_TAG, WRITE_TAG, current_subject
@@ -110,6 +111,7 @@ def _warn_exec_off(settings: Settings) -> None:
 def build(settings: Settings) -> tuple[FastMCP, Services]:
     """The app and the services behind it (for callers that manage shutdown themselves)."""
     _configure_logging(settings.log_level)
+    quiet_expected_failures()
     registry = preflight(settings)
     _warn_exec_off(settings)
     auth = _auth(settings)
@@ -159,6 +161,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         # journal saw the real failure.
         middleware=[
             *middleware,
+            AnswerBudgetMiddleware(),
             ErrorShapingMiddleware(),
             JournalMiddleware(services),
             ArgumentRepairMiddleware(),

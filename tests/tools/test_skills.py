@@ -144,6 +144,24 @@ async def test_skills_extension_serves_valid_skills_despite_bad_folders(skills_w
         assert "later" in {s.frontmatter.name for s in await client.list_skills()}
 
 
+async def test_every_client_sees_the_same_skills(ws: Path) -> None:
+    """A SKILL.md our reader accepts but FastMCP's refuses (a non-string license) is
+    offered nowhere: not by the tool, the catalog resource or the skills extension."""
+    from fastmcp.skills import SkillsClientExtension
+
+    write_skill(ws, "fine", "name: fine\ndescription: A valid skill.\n")
+    write_skill(ws, "odd", "name: odd\ndescription: Licensed oddly.\nlicense: 3\n")
+    server = create_server(Settings(root=str(ws)))
+    async with Client(server, extensions=[SkillsClientExtension()]) as client:
+        extension = sorted(s.frontmatter.name for s in await client.list_skills())
+        catalog = (await client.read_resource("resource://skills"))[0].text
+        assert extension == ["fine"]
+        assert catalog.splitlines() == ["fine — A valid skill."]
+        text = await fails(client, "skill", name="odd")
+        assert text == 'unknown skill "odd". Available: fine'
+        assert "# skill: fine" in await ok(client, "skill", name="fine")
+
+
 async def test_context_resources(tmp_path: Path) -> None:
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()

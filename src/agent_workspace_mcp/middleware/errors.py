@@ -1,10 +1,13 @@
 """The one place that turns any failure into the single sentence a model sees.
 
-Expected failures already arrive as `ToolError`s with one sentence (see
-`tools.base.shaped`). This middleware handles the rest: argument-validation errors,
-which FastMCP renders as a multi-line pydantic dump, become one sentence naming the
-argument; unexpected exceptions become a generic sentence while their traceback stays
-on stderr. It re-raises `ToolError`, so results remain `isError` (never JSON-RPC errors).
+- A core `WorkspaceError` raised by a tool body is an expected failure: its message is
+  the answer, verbatim, and no traceback is logged (`quiet_expected_failures`).
+- An `OSError` nobody translated becomes its one-sentence description.
+- Argument-validation errors, which FastMCP renders as a multi-line pydantic dump,
+  become one sentence naming the argument.
+- Anything else becomes a generic sentence; its traceback stays on stderr.
+
+It re-raises `ToolError`, so results remain `isError` (never JSON-RPC errors).
 """
 
 import logging
@@ -15,11 +18,40 @@ from fastmcp.exceptions import ToolError, ValidationError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from pydantic import ValidationError as PydanticValidationError
 
+from ..core.errors import WorkspaceError, describe_os_error
+
 log = logging.getLogger("agent_workspace_mcp")
+
+
+class _ExpectedFailures(logging.Filter):
+    """Drops FastMCP's "Error calling tool" record (with traceback) for failures that are
+    answers, not faults: a WorkspaceError is the agent's mistake, an OSError is logged
+    here in one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, (WorkspaceError, OSError))
+
+
+def quiet_expected_failures() -> None:
+    server_log = logging.getLogger("fastmcp.server.server")
+    if not any(isinstance(f, _ExpectedFailures) for f in server_log.filters):
+        server_log.addFilter(_ExpectedFailures())
 
 
 def one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
+
+
+def expected_failure(exc: ToolError) -> str | None:
+    """The answer for a tool body's expected failure (a WorkspaceError's sentence, an
+    OSError's description), or None when `exc` is something else."""
+    cause = exc.__cause__
+    if isinstance(cause, WorkspaceError):
+        return one_line(str(cause))
+    if isinstance(cause, OSError):
+        return describe_os_error(cause)
+    return None
 
 
 def _arg_name(loc: tuple[Any, ...]) -> str:
@@ -62,6 +94,11 @@ class ErrorShapingMiddleware(Middleware):
             raise ToolError(f"invalid arguments for {name}: {one_line(str(exc))}") from None
         except ToolError as exc:
             cause = exc.__cause__
+            expected = expected_failure(exc)
+            if expected is not None:
+                if isinstance(cause, OSError):
+                    log.warning("tool %s: %r", name, cause)
+                raise ToolError(expected) from None
             if cause is None:
                 message = one_line(str(exc))
                 if message == str(exc):

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import MiddlewareContext
 
+from .errors import expected_failure
+
 
 @dataclass
 class Outcome:
@@ -17,7 +19,7 @@ async def observed(context: MiddlewareContext, call_next, outcome: Outcome):
     try:
         result = await call_next(context)
     except ToolError as exc:
-        outcome.ok, outcome.error = False, str(exc)
+        outcome.ok, outcome.error = False, expected_failure(exc) or str(exc)
         raise
     except Exception as exc:
         outcome.ok, outcome.error = False, type(exc).__name__

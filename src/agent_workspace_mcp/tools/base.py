@@ -1,9 +1,8 @@
-"""How every tool module registers a tool: annotations, tags and error shaping.
+"""How every tool module registers a tool: annotations and tags.
 
-Tool bodies raise core `WorkspaceError`s; `shaped()` turns them into FastMCP
-`ToolError`s carrying the same one sentence, before FastMCP's own handler would log
-a traceback for an expected failure. Anything else propagates and is reduced to one
-sentence by the error middleware, with the traceback on stderr only.
+Tool bodies just raise core `WorkspaceError`s: the error middleware is the one place
+that turns any failure into the sentence a model reads, and the budget middleware holds
+every text answer to the answer budget.
 """
 
 import functools
@@ -13,12 +12,9 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastmcp import FastMCP
-from fastmcp.exceptions import ToolError
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from ..core.errors import WorkspaceError, describe_os_error
-from ..core.limits import ANSWER_HARD_BYTES
 from ..requestctx import JOURNAL_TAG, READ_TAG, WRITE_TAG
 
 log = logging.getLogger("agent_workspace_mcp")
@@ -37,57 +33,31 @@ ADDITIVE = ToolAnnotations(
 )
 
 
+def bind(fn: Callable[..., Any], dependency: Any) -> Callable[..., Any]:
+    """`fn` with its first parameter (the services it needs) supplied.
 
-def _as_tool_error(fn_name: str, exc: Exception) -> ToolError:
-    if isinstance(exc, WorkspaceError):
-        # An agent's mistake, not a server fault: log it at INFO, not ERROR.
-        return ToolError(str(exc), log_level=logging.INFO)
-    log.warning("tool %s: %r", fn_name, exc)
-    return ToolError(describe_os_error(exc), log_level=logging.INFO)  # type: ignore[arg-type]
-
-
-def within_budget(text: str, budget: int = ANSWER_HARD_BYTES) -> str:
-    """Cut an answer at a line boundary below `budget` bytes and say how much was left out.
-
-    Tools budget their own answers more cleverly (read_file names the next offset); this
-    is the backstop that keeps every answer under what clients accept (~25k tokens).
+    Tools are module-level functions `tool(services, *arguments)` that can be imported,
+    read and tested alone; the bound function's signature is the tool's arguments only,
+    which is what FastMCP builds the schema from.
     """
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= budget:
-        return text
-    head = data[: budget - 200].decode("utf-8", "ignore")
-    cut = head.rfind("\n")
-    head = head[:cut] if cut > 0 else head
-    left = len(data) - len(head.encode("utf-8", "surrogatepass"))
-    return f"{head}\n... (answer truncated: {left} more bytes; narrow the request)"
-
-
-def _budgeted(result: Any) -> Any:
-    return within_budget(result) if isinstance(result, str) else result
-
-
-def shaped(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Re-raise core errors as ToolError with the same sentence (no traceback logged),
-    and hold every text answer to the answer budget."""
+    signature = inspect.signature(fn)
+    arguments = list(signature.parameters.values())[1:]
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return _budgeted(await fn(*args, **kwargs))
-            except (WorkspaceError, OSError) as exc:
-                raise _as_tool_error(fn.__name__, exc) from None
+        async def bound_async(*args: Any, **kwargs: Any) -> Any:
+            return await fn(dependency, *args, **kwargs)
 
-        return async_wrapper
+        bound: Callable[..., Any] = bound_async
+    else:
 
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return _budgeted(fn(*args, **kwargs))
-        except (WorkspaceError, OSError) as exc:
-            raise _as_tool_error(fn.__name__, exc) from None
+        @functools.wraps(fn)
+        def bound_sync(*args: Any, **kwargs: Any) -> Any:
+            return fn(dependency, *args, **kwargs)
 
-    return wrapper
+        bound = bound_sync
+    bound.__signature__ = signature.replace(parameters=arguments)  # type: ignore[attr-defined]
+    return bound
 
 
 def add_tool(
@@ -104,4 +74,4 @@ def add_tool(
         tags.add(JOURNAL_TAG)
     # output_schema=None: a `-> str` tool would otherwise also send its text as
     # structuredContent, doubling every answer on the wire.
-    app.tool(shaped(fn), annotations=annotations, title=title, tags=tags, output_schema=None)
+    app.tool(fn, annotations=annotations, title=title, tags=tags, output_schema=None)

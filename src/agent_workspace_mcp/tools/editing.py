@@ -17,7 +17,7 @@ from ..core.errors import InvalidArgumentError, WorkspaceError
 from ..core.transaction import commit
 from ..core.workset import FileState, LoadError, Workset
 from ..services import Services
-from .base import DESTRUCTIVE, WorkspaceArg, add_tool
+from .base import DESTRUCTIVE, WorkspaceArg, add_tool, bind
 from .files import PathArg
 
 OldString = Annotated[
@@ -57,140 +57,141 @@ def _summary(dry_run: bool, verb: str, what: str) -> str:
     )
 
 
-def register(app: FastMCP, services: Services) -> None:
-    registry = services.workspaces
-    locks = services.locks
+def edit_file(
+    services: Services,
+    path: PathArg,
+    oldString: OldString,
+    newString: NewString,
+    replaceAll: ReplaceAll = False,
+    dryRun: DryRun = False,
+    expectedSha256: ExpectedSha = None,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Replace an exact string in a text file and return a short unified diff.
 
-    def edit_file(
-        path: PathArg,
-        oldString: OldString,
-        newString: NewString,
-        replaceAll: ReplaceAll = False,
-        dryRun: DryRun = False,
-        expectedSha256: ExpectedSha = None,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Replace an exact string in a text file and return a short unified diff.
+    `oldString` must match exactly once (or pass replaceAll=true). If it is not
+    found exactly but matches once after normalizing line endings, trailing
+    whitespace and curly quotes/dashes/non-breaking spaces, that match is used and
+    the answer says so; otherwise the error names the closest lines and what differs.
+    """
+    with Workset(services.workspaces.get(workspace), services.locks) as work:
+        (state,) = work.load([path])
+        activity.record([state.display])
+        state.check_sha(expectedSha256)
+        outcome = apply_edit(
+            state.original_text, Edit(oldString, newString, replaceAll), state.display
+        )
+        state.text = outcome.text
+        changes = work.changes()
+        write_or_preview(changes, dryRun)
+    detail = _plural(outcome.replacements, "replacement")
+    activity.record(detail=detail)
+    head = _summary(dryRun, "edited", f"{state.display}: {detail}")
+    if outcome.notes:
+        head += f" ({'; '.join(outcome.notes)})"
+    return f"{head}\n{_diff(state)}"
 
-        `oldString` must match exactly once (or pass replaceAll=true). If it is not
-        found exactly but matches once after normalizing line endings, trailing
-        whitespace and curly quotes/dashes/non-breaking spaces, that match is used and
-        the answer says so; otherwise the error names the closest lines and what differs.
-        """
-        with Workset(registry.get(workspace), locks) as work:
-            (state,) = work.load([path])
-            activity.record([state.display])
-            state.check_sha(expectedSha256)
-            outcome = apply_edit(
-                state.original_text, Edit(oldString, newString, replaceAll), state.display
-            )
-            state.text = outcome.text
-            changes = work.changes()
-            write_or_preview(changes, dryRun)
-        detail = _plural(outcome.replacements, "replacement")
-        activity.record(detail=detail)
-        head = _summary(dryRun, "edited", f"{state.display}: {detail}")
-        if outcome.notes:
-            head += f" ({'; '.join(outcome.notes)})"
-        return f"{head}\n{_diff(state)}"
 
-    def patch(
-        edits: Annotated[
-            list[PatchEdit],
-            Field(
-                min_length=1,
-                max_length=limits.PATCH_MAX_FILES * 5,
-                description="Edits, applied in order.",
-            ),
-        ],
-        dryRun: DryRun = False,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Apply several exact-string edits across one or more files, all or nothing.
+def patch(
+    services: Services,
+    edits: Annotated[
+        list[PatchEdit],
+        Field(
+            min_length=1,
+            max_length=limits.PATCH_MAX_FILES * 5,
+            description="Edits, applied in order.",
+        ),
+    ],
+    dryRun: DryRun = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Apply several exact-string edits across one or more files, all or nothing.
 
-        Edits apply in order against each file's progressively edited content. Every
-        edit is validated before anything is written; a failure reports
-        `edit[N] failed: <reason>` and no file changes.
-        """
-        with Workset(registry.get(workspace), locks) as work:
+    Edits apply in order against each file's progressively edited content. Every
+    edit is validated before anything is written; a failure reports
+    `edit[N] failed: <reason>` and no file changes.
+    """
+    with Workset(services.workspaces.get(workspace), services.locks) as work:
+        try:
+            states = work.load([edit.path for edit in edits])
+        except LoadError as exc:
+            raise EditError(f"edit[{exc.index}] failed: {exc}") from None
+        activity.record([s.display for s in work.order])
+        replacements = 0
+        notes: list[str] = []
+        for index, (edit, state) in enumerate(zip(edits, states, strict=True)):
             try:
-                states = work.load([edit.path for edit in edits])
-            except LoadError as exc:
-                raise EditError(f"edit[{exc.index}] failed: {exc}") from None
-            activity.record([s.display for s in work.order])
-            replacements = 0
-            notes: list[str] = []
-            for index, (edit, state) in enumerate(zip(edits, states, strict=True)):
-                try:
-                    state.check_sha(edit.expectedSha256)
-                    outcome = apply_edit(
-                        state.text or "",
-                        Edit(edit.oldString, edit.newString, edit.replaceAll),
-                        state.display,
-                    )
-                except WorkspaceError as exc:
-                    raise EditError(f"edit[{index}] failed: {exc}") from None
-                state.text = outcome.text
-                replacements += outcome.replacements
-                notes.extend(f"edit[{index}] {note}" for note in outcome.notes)
-            changes = work.changes()
-            write_or_preview(changes, dryRun)
-            diffs = [_diff(s) for s in work.changed()]
-        detail = f"{_plural(len(edits), 'edit')} across {_plural(len(work.order), 'file')}"
-        activity.record(detail=detail)
-        head = _summary(dryRun, "patched", f"{detail} ({_plural(replacements, 'replacement')})")
-        if notes:
-            head += f" ({'; '.join(notes)})"
-        return "\n".join([head, *[d for d in diffs if d]])
+                state.check_sha(edit.expectedSha256)
+                outcome = apply_edit(
+                    state.text or "",
+                    Edit(edit.oldString, edit.newString, edit.replaceAll),
+                    state.display,
+                )
+            except WorkspaceError as exc:
+                raise EditError(f"edit[{index}] failed: {exc}") from None
+            state.text = outcome.text
+            replacements += outcome.replacements
+            notes.extend(f"edit[{index}] {note}" for note in outcome.notes)
+        changes = work.changes()
+        write_or_preview(changes, dryRun)
+        diffs = [_diff(s) for s in work.changed()]
+    detail = f"{_plural(len(edits), 'edit')} across {_plural(len(work.order), 'file')}"
+    activity.record(detail=detail)
+    head = _summary(dryRun, "patched", f"{detail} ({_plural(replacements, 'replacement')})")
+    if notes:
+        head += f" ({'; '.join(notes)})"
+    return "\n".join([head, *[d for d in diffs if d]])
 
-    def apply_patch(
-        patch: Annotated[
-            str,
-            Field(
-                min_length=1,
-                max_length=limits.PATCH_MAX_BYTES,
-                description="A unified diff as `git diff` prints it (modify, add, delete, rename).",
-            ),
-        ],
-        dryRun: DryRun = False,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Apply a unified diff to the workspace, all or nothing.
 
-        Hunks are matched by their context lines (near the stated line numbers, so
-        slightly stale line numbers still apply). If any hunk does not apply, the error
-        names the file and hunk and nothing is written. `a/` and `b/` prefixes are
-        stripped; `/dev/null` marks added and deleted files.
-        """
-        file_patches = patches.parse(patch)
-        if len(file_patches) > limits.PATCH_MAX_FILES:
-            raise InvalidArgumentError(
-                f"the patch touches more than {limits.PATCH_MAX_FILES} files"
-            )
-        paths: list[str] = []
-        may_be_missing: set[str] = set()
+def apply_patch(
+    services: Services,
+    patch: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=limits.PATCH_MAX_BYTES,
+            description="A unified diff as `git diff` prints it (modify, add, delete, rename).",
+        ),
+    ],
+    dryRun: DryRun = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Apply a unified diff to the workspace, all or nothing.
+
+    Hunks are matched by their context lines (near the stated line numbers, so
+    slightly stale line numbers still apply). If any hunk does not apply, the error
+    names the file and hunk and nothing is written. `a/` and `b/` prefixes are
+    stripped; `/dev/null` marks added and deleted files.
+    """
+    file_patches = patches.parse(patch)
+    if len(file_patches) > limits.PATCH_MAX_FILES:
+        raise InvalidArgumentError(f"the patch touches more than {limits.PATCH_MAX_FILES} files")
+    paths: list[str] = []
+    may_be_missing: set[str] = set()
+    for fp in file_patches:
+        for p in (fp.old_path, fp.new_path):
+            if p is not None and p not in paths:
+                paths.append(p)
+        if fp.old_path is None or (fp.new_path is not None and fp.new_path != fp.old_path):
+            may_be_missing.add(fp.new_path or "")
+    with Workset(services.workspaces.get(workspace), services.locks) as work:
+        loaded = work.load(paths, may_be_missing=frozenset(may_be_missing))
+        states = dict(zip(paths, loaded, strict=True))
+        activity.record([s.display for s in work.order])
         for fp in file_patches:
-            for p in (fp.old_path, fp.new_path):
-                if p is not None and p not in paths:
-                    paths.append(p)
-            if fp.old_path is None or (fp.new_path is not None and fp.new_path != fp.old_path):
-                may_be_missing.add(fp.new_path or "")
-        with Workset(registry.get(workspace), locks) as work:
-            loaded = work.load(paths, may_be_missing=frozenset(may_be_missing))
-            states = dict(zip(paths, loaded, strict=True))
-            activity.record([s.display for s in work.order])
-            for fp in file_patches:
-                _apply_file_patch(fp, states)
-            changes = work.changes()
-            write_or_preview(changes, dryRun)
-            diffs = [_diff(s) for s in work.changed()]
-        detail = _plural(len(changes), "file")
-        activity.record(detail=f"{detail} changed")
-        return "\n".join([_summary(dryRun, "patched", detail), *[d for d in diffs if d]])
+            _apply_file_patch(fp, states)
+        changes = work.changes()
+        write_or_preview(changes, dryRun)
+        diffs = [_diff(s) for s in work.changed()]
+    detail = _plural(len(changes), "file")
+    activity.record(detail=f"{detail} changed")
+    return "\n".join([_summary(dryRun, "patched", detail), *[d for d in diffs if d]])
 
-    add_tool(app, edit_file, annotations=DESTRUCTIVE, title="Edit file")
-    add_tool(app, patch, annotations=DESTRUCTIVE, title="Patch files")
-    add_tool(app, apply_patch, annotations=DESTRUCTIVE, title="Apply unified diff")
+
+def register(app: FastMCP, services: Services) -> None:
+    add_tool(app, bind(edit_file, services), annotations=DESTRUCTIVE, title="Edit file")
+    add_tool(app, bind(patch, services), annotations=DESTRUCTIVE, title="Patch files")
+    add_tool(app, bind(apply_patch, services), annotations=DESTRUCTIVE, title="Apply unified diff")
 
 
 def write_or_preview(changes: list, dry_run: bool) -> None:

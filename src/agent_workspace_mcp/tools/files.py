@@ -23,7 +23,7 @@ from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
 from ..core.workset import short_sha
 from ..services import Services
-from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool
+from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool, bind
 
 PathArg = Annotated[
     str,
@@ -112,245 +112,257 @@ def read_text_answer(
     return f"{body}\n(sha256 {sha})"
 
 
-def register(app: FastMCP, services: Services) -> None:
-    registry = services.workspaces
+def read_file(
+    services: Services,
+    path: PathArg,
+    offset: Annotated[int, Field(ge=1, description="First line to return, 1-based.")] = 1,
+    limit: Annotated[
+        int,
+        Field(
+            ge=1,
+            description=f"Maximum lines to return (capped at {limits.READ_LINES_PER_SEGMENT}).",
+        ),
+    ] = limits.READ_LINES_PER_SEGMENT,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Read a text file as numbered lines `N: text`.
 
-    def read_file(
-        path: PathArg,
-        offset: Annotated[int, Field(ge=1, description="First line to return, 1-based.")] = 1,
-        limit: Annotated[
-            int,
-            Field(
-                ge=1,
-                description=f"Maximum lines to return (capped at {limits.READ_LINES_PER_SEGMENT}).",
-            ),
-        ] = limits.READ_LINES_PER_SEGMENT,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Read a text file as numbered lines `N: text`.
+    Long files stop at a line or size budget with a marker that names the
+    `offset` to continue from. The last line gives the content's sha256 prefix, which
+    edit tools accept as `expectedSha256`. Binary files are refused (use
+    read_binary_file).
+    """
+    return read_text_answer(services, path, offset, limit, workspace)
 
-        Long files stop at a line or size budget with a marker that names the
-        `offset` to continue from. The last line gives the content's sha256 prefix, which
-        edit tools accept as `expectedSha256`. Binary files are refused (use
-        read_binary_file).
-        """
-        return read_text_answer(services, path, offset, limit, workspace)
 
-    def read_files(
-        paths: Annotated[
-            list[str],
-            Field(
-                min_length=1, max_length=limits.READ_FILES_MAX_PATHS, description="Paths to read."
-            ),
-        ],
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Read several text files in one call; each is answered (or fails) on its own.
+def read_files(
+    services: Services,
+    paths: Annotated[
+        list[str],
+        Field(min_length=1, max_length=limits.READ_FILES_MAX_PATHS, description="Paths to read."),
+    ],
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Read several text files in one call; each is answered (or fails) on its own.
 
-        Output blocks start with `==> path <==`. The answer shares one size budget;
-        files past it are named with a hint to read them separately.
-        """
-        budget = limits.ANSWER_BYTES
-        blocks: list[str] = []
-        for index, path in enumerate(paths):
-            if budget <= 0:
-                rest = ", ".join(paths[index:])
-                blocks.append(f"... (answer budget reached; read separately: {rest})")
-                break
-            try:
-                body = read_text_answer(
-                    services, path, 1, limits.READ_LINES_PER_SEGMENT, workspace, budget
-                )
-            except WorkspaceError as exc:
-                body = f"error: {exc}"
-            blocks.append(f"==> {path} <==\n{body}")
-            budget -= len(body.encode("utf-8", "surrogatepass"))
-        return "\n".join(blocks)
-
-    def read_binary_file(
-        path: PathArg,
-        offset: Annotated[int, Field(ge=0, description="Byte offset to start at.")] = 0,
-        length: Annotated[
-            int | None,
-            Field(
-                ge=1,
-                description=f"Bytes to return (default and cap {limits.READ_BINARY_CHUNK_BYTES}).",
-            ),
-        ] = None,
-        workspace: WorkspaceArg = None,
-    ) -> str | list:
-        """Read raw bytes as base64. PNG, JPEG, GIF and WebP images come back as image content."""
-        ws = registry.get(workspace)
-        with locate(ws, path) as loc:
-            head, st = read_range(loc, 0, 16)
-            fmt = image_format(head)
-            if fmt and offset == 0 and length is None:
-                if st.st_size > limits.READ_IMAGE_MAX_BYTES:
-                    raise TooLargeError(
-                        f"{loc.display}: image is too large ({format_size(st.st_size)}; "
-                        f"the limit is {format_size(limits.READ_IMAGE_MAX_BYTES)})"
-                    )
-                data, st = read_bytes(loc, limits.READ_IMAGE_MAX_BYTES)
-                return [
-                    f"{loc.display}: {fmt} image, {format_size(len(data))}",
-                    Image(data=data, format=fmt),
-                ]
-            want = min(length or limits.READ_BINARY_CHUNK_BYTES, limits.READ_BINARY_CHUNK_BYTES)
-            data, st = read_range(loc, offset, want)
-        end = offset + len(data)
-        header = f"{loc.display}: bytes {offset}-{end} of {st.st_size}"
-        if end < st.st_size:
-            header += f" (more: offset={end})"
-        return f"{header}\nbase64:\n{base64.b64encode(data).decode('ascii')}"
-
-    def write_file(
-        path: PathArg,
-        content: Annotated[str, Field(description="The complete new file content.")],
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Create or overwrite a text file (parent directories are created).
-
-        Atomic: the old file stays whole if anything fails. An existing file keeps
-        its permissions, its CRLF line endings and its UTF-8 BOM.
-        """
-        ws = registry.get(workspace)
-        with locate(ws, path, defer_parents=True, write=True) as loc:
-            doc = _existing_conventions(loc)
-            data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
-            _check_write_size(loc.display, len(data))
-            with loc.parents_made():
-                existed = atomic_write(loc, data)
-        kept = ""
-        if doc and doc.newline == "\r\n":
-            kept = ", kept CRLF line endings"
-        if doc and doc.bom:
-            kept += ", kept UTF-8 BOM"
-        verb = "Updated" if existed else "Created"
-        activity.record([loc.display], f"{verb.lower()} {len(data)} bytes")
-        return f"{verb} {loc.display} ({len(data)} bytes{kept})"
-
-    def write_binary_file(
-        path: PathArg,
-        contentBase64: Annotated[
-            str, Field(description="The complete file content, base64-encoded.")
-        ],
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Create or overwrite a file with raw bytes given as base64 (atomic; parents created)."""
+    Output blocks start with `==> path <==`. The answer shares one size budget;
+    files past it are named with a hint to read them separately.
+    """
+    budget = limits.ANSWER_BYTES
+    blocks: list[str] = []
+    for index, path in enumerate(paths):
+        if budget <= 0:
+            rest = ", ".join(paths[index:])
+            blocks.append(f"... (answer budget reached; read separately: {rest})")
+            break
         try:
-            data = base64.b64decode(contentBase64, validate=True)
-        except (binascii.Error, ValueError):
-            raise InvalidArgumentError("contentBase64 is not valid base64") from None
-        ws = registry.get(workspace)
-        with locate(ws, path, defer_parents=True, write=True) as loc:
-            _check_write_size(loc.display, len(data))
-            with loc.parents_made():
-                existed = atomic_write(loc, data)
-        verb = "Updated" if existed else "Created"
-        activity.record([loc.display], f"{verb.lower()} {len(data)} bytes (binary)")
-        return f"{verb} {loc.display} ({len(data)} bytes)"
+            body = read_text_answer(
+                services, path, 1, limits.READ_LINES_PER_SEGMENT, workspace, budget
+            )
+        except WorkspaceError as exc:
+            body = f"error: {exc}"
+        blocks.append(f"==> {path} <==\n{body}")
+        budget -= len(body.encode("utf-8", "surrogatepass"))
+    return "\n".join(blocks)
 
-    def make_directory(path: PathArg, workspace: WorkspaceArg = None) -> str:
-        """Create a directory and any missing parents. An existing directory is not an error."""
-        ws = registry.get(workspace)
-        with locate(ws, path, create_parents=True, write=True) as loc:
-            created = fileops.make_directory(loc)
-        activity.record([loc.display], "created" if created else "already existed")
-        return (
-            f"Created directory {loc.display}"
-            if created
-            else f"Directory {loc.display} already exists"
-        )
 
-    def delete_path(
-        path: PathArg,
-        recursive: Annotated[
-            bool, Field(description="Required to delete a non-empty directory.")
-        ] = False,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Delete a file, a symlink (not its target) or a directory. Never the workspace root."""
-        ws = registry.get(workspace)
-        with locate(ws, path, follow_final=False, write=True) as loc:
-            what = fileops.delete(loc, recursive=recursive)
-        activity.record([loc.display], f"deleted {what}")
-        return f"Deleted {loc.display} ({what})"
+def read_binary_file(
+    services: Services,
+    path: PathArg,
+    offset: Annotated[int, Field(ge=0, description="Byte offset to start at.")] = 0,
+    length: Annotated[
+        int | None,
+        Field(
+            ge=1,
+            description=f"Bytes to return (default and cap {limits.READ_BINARY_CHUNK_BYTES}).",
+        ),
+    ] = None,
+    workspace: WorkspaceArg = None,
+) -> str | list:
+    """Read raw bytes as base64. PNG, JPEG, GIF and WebP images come back as image content."""
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path) as loc:
+        head, st = read_range(loc, 0, 16)
+        fmt = image_format(head)
+        if fmt and offset == 0 and length is None:
+            if st.st_size > limits.READ_IMAGE_MAX_BYTES:
+                raise TooLargeError(
+                    f"{loc.display}: image is too large ({format_size(st.st_size)}; "
+                    f"the limit is {format_size(limits.READ_IMAGE_MAX_BYTES)})"
+                )
+            data, st = read_bytes(loc, limits.READ_IMAGE_MAX_BYTES)
+            return [
+                f"{loc.display}: {fmt} image, {format_size(len(data))}",
+                Image(data=data, format=fmt),
+            ]
+        want = min(length or limits.READ_BINARY_CHUNK_BYTES, limits.READ_BINARY_CHUNK_BYTES)
+        data, st = read_range(loc, offset, want)
+    end = offset + len(data)
+    header = f"{loc.display}: bytes {offset}-{end} of {st.st_size}"
+    if end < st.st_size:
+        header += f" (more: offset={end})"
+    return f"{header}\nbase64:\n{base64.b64encode(data).decode('ascii')}"
 
-    def move_path(
-        source: PathArg,
-        destination: PathArg,
-        overwrite: Annotated[bool, Field(description="Replace an existing destination.")] = False,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Move or rename a file or directory inside the workspace.
 
-        Missing parents of the destination are created; an existing destination is
-        only replaced with overwrite=true.
-        """
-        ws = registry.get(workspace)
-        with (
-            locate(ws, source, follow_final=False, write=True) as src,
-            locate(ws, destination, follow_final=False, defer_parents=True, write=True) as dst,
-            dst.parents_made(),
-        ):
+def write_file(
+    services: Services,
+    path: PathArg,
+    content: Annotated[str, Field(description="The complete new file content.")],
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Create or overwrite a text file (parent directories are created).
+
+    Atomic: the old file stays whole if anything fails. An existing file keeps
+    its permissions, its CRLF line endings and its UTF-8 BOM.
+    """
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path, defer_parents=True, write=True) as loc:
+        doc = _existing_conventions(loc)
+        data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
+        _check_write_size(loc.display, len(data))
+        with loc.parents_made():
+            existed = atomic_write(loc, data)
+    kept = ""
+    if doc and doc.newline == "\r\n":
+        kept = ", kept CRLF line endings"
+    if doc and doc.bom:
+        kept += ", kept UTF-8 BOM"
+    verb = "Updated" if existed else "Created"
+    activity.record([loc.display], f"{verb.lower()} {len(data)} bytes")
+    return f"{verb} {loc.display} ({len(data)} bytes{kept})"
+
+
+def write_binary_file(
+    services: Services,
+    path: PathArg,
+    contentBase64: Annotated[str, Field(description="The complete file content, base64-encoded.")],
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Create or overwrite a file with raw bytes given as base64 (atomic; parents created)."""
+    try:
+        data = base64.b64decode(contentBase64, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidArgumentError("contentBase64 is not valid base64") from None
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path, defer_parents=True, write=True) as loc:
+        _check_write_size(loc.display, len(data))
+        with loc.parents_made():
+            existed = atomic_write(loc, data)
+    verb = "Updated" if existed else "Created"
+    activity.record([loc.display], f"{verb.lower()} {len(data)} bytes (binary)")
+    return f"{verb} {loc.display} ({len(data)} bytes)"
+
+
+def make_directory(services: Services, path: PathArg, workspace: WorkspaceArg = None) -> str:
+    """Create a directory and any missing parents. An existing directory is not an error."""
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path, create_parents=True, write=True) as loc:
+        created = fileops.make_directory(loc)
+    activity.record([loc.display], "created" if created else "already existed")
+    return (
+        f"Created directory {loc.display}" if created else f"Directory {loc.display} already exists"
+    )
+
+
+def delete_path(
+    services: Services,
+    path: PathArg,
+    recursive: Annotated[
+        bool, Field(description="Required to delete a non-empty directory.")
+    ] = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Delete a file, a symlink (not its target) or a directory. Never the workspace root."""
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path, follow_final=False, write=True) as loc:
+        what = fileops.delete(loc, recursive=recursive)
+    activity.record([loc.display], f"deleted {what}")
+    return f"Deleted {loc.display} ({what})"
+
+
+def move_path(
+    services: Services,
+    source: PathArg,
+    destination: PathArg,
+    overwrite: Annotated[bool, Field(description="Replace an existing destination.")] = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Move or rename a file or directory inside the workspace.
+
+    Missing parents of the destination are created; an existing destination is
+    only replaced with overwrite=true.
+    """
+    ws = services.workspaces.get(workspace)
+    with (
+        locate(ws, source, follow_final=False, write=True) as src,
+        locate(ws, destination, follow_final=False, defer_parents=True, write=True) as dst,
+        dst.parents_made(),
+    ):
+        fileops.move(src, dst, overwrite=overwrite)
+    activity.record([src.display, dst.display], "moved")
+    return f"Moved {src.display} -> {dst.display}"
+
+
+def rename_path(
+    services: Services,
+    path: PathArg,
+    newName: Annotated[str, Field(description="New name in the same directory (no '/').")],
+    overwrite: Annotated[
+        bool, Field(description="Replace an existing entry of that name.")
+    ] = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Rename a file or directory within its directory."""
+    if not newName or "/" in newName or newName in (".", ".."):
+        raise InvalidArgumentError("newName must be a plain file name without '/'")
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path, follow_final=False, write=True) as src:
+        if src.is_root:
+            raise InvalidArgumentError("refusing to rename the workspace root itself")
+        parent = posixpath.dirname(src.display)
+        target = posixpath.join(parent, newName) if parent else newName
+        with locate(ws, target, follow_final=False, write=True) as dst:
             fileops.move(src, dst, overwrite=overwrite)
-        activity.record([src.display, dst.display], "moved")
-        return f"Moved {src.display} -> {dst.display}"
+    activity.record([src.display, dst.display], "renamed")
+    return f"Renamed {src.display} -> {dst.display}"
 
-    def rename_path(
-        path: PathArg,
-        newName: Annotated[str, Field(description="New name in the same directory (no '/').")],
-        overwrite: Annotated[
-            bool, Field(description="Replace an existing entry of that name.")
-        ] = False,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Rename a file or directory within its directory."""
-        if not newName or "/" in newName or newName in (".", ".."):
-            raise InvalidArgumentError("newName must be a plain file name without '/'")
-        ws = registry.get(workspace)
-        with locate(ws, path, follow_final=False, write=True) as src:
-            if src.is_root:
-                raise InvalidArgumentError("refusing to rename the workspace root itself")
-            parent = posixpath.dirname(src.display)
-            target = posixpath.join(parent, newName) if parent else newName
-            with locate(ws, target, follow_final=False, write=True) as dst:
-                fileops.move(src, dst, overwrite=overwrite)
-        activity.record([src.display, dst.display], "renamed")
-        return f"Renamed {src.display} -> {dst.display}"
 
-    def file_info(path: PathArg, workspace: WorkspaceArg = None) -> str:
-        """Type, size, modification time and mode of a path.
+def file_info(services: Services, path: PathArg, workspace: WorkspaceArg = None) -> str:
+    """Type, size, modification time and mode of a path.
 
-        Regular files also report binary or text, the line count and the sha256.
-        """
-        ws = registry.get(workspace)
-        with locate(ws, path, follow_final=False) as loc:
-            info = fileops.describe(loc)
-        mtime = datetime.fromtimestamp(info.mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        rows = [
-            f"path: {loc.display}",
-            f"type: {info.kind}" + (f" -> {info.link_target}" if info.link_target else ""),
-            f"size: {info.size} bytes",
-            f"modified: {mtime}",
-            f"mode: {info.mode:04o}",
-        ]
-        if info.binary is not None:
-            rows.append("content: binary" if info.binary else f"content: text, {info.lines} lines")
-        if info.sha256:
-            rows.append(f"sha256: {info.sha256}")
-        return "\n".join(rows)
+    Regular files also report binary or text, the line count and the sha256.
+    """
+    ws = services.workspaces.get(workspace)
+    with locate(ws, path, follow_final=False) as loc:
+        info = fileops.describe(loc)
+    mtime = datetime.fromtimestamp(info.mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows = [
+        f"path: {loc.display}",
+        f"type: {info.kind}" + (f" -> {info.link_target}" if info.link_target else ""),
+        f"size: {info.size} bytes",
+        f"modified: {mtime}",
+        f"mode: {info.mode:04o}",
+    ]
+    if info.binary is not None:
+        rows.append("content: binary" if info.binary else f"content: text, {info.lines} lines")
+    if info.sha256:
+        rows.append(f"sha256: {info.sha256}")
+    return "\n".join(rows)
 
-    add_tool(app, read_file, annotations=READ_ONLY, title="Read file")
-    add_tool(app, read_files, annotations=READ_ONLY, title="Read files")
-    add_tool(app, read_binary_file, annotations=READ_ONLY, title="Read binary file")
-    add_tool(app, file_info, annotations=READ_ONLY, title="File info")
-    add_tool(app, write_file, annotations=DESTRUCTIVE, title="Write file")
-    add_tool(app, write_binary_file, annotations=DESTRUCTIVE, title="Write binary file")
-    add_tool(app, make_directory, annotations=ADDITIVE, title="Make directory")
-    add_tool(app, delete_path, annotations=DESTRUCTIVE, title="Delete path")
-    add_tool(app, move_path, annotations=DESTRUCTIVE, title="Move path")
-    add_tool(app, rename_path, annotations=DESTRUCTIVE, title="Rename path")
+
+def register(app: FastMCP, services: Services) -> None:
+    add_tool(app, bind(read_file, services), annotations=READ_ONLY, title="Read file")
+    add_tool(app, bind(read_files, services), annotations=READ_ONLY, title="Read files")
+    add_tool(app, bind(read_binary_file, services), annotations=READ_ONLY, title="Read binary file")
+    add_tool(app, bind(file_info, services), annotations=READ_ONLY, title="File info")
+    add_tool(app, bind(write_file, services), annotations=DESTRUCTIVE, title="Write file")
+    add_tool(
+        app, bind(write_binary_file, services), annotations=DESTRUCTIVE, title="Write binary file"
+    )
+    add_tool(app, bind(make_directory, services), annotations=ADDITIVE, title="Make directory")
+    add_tool(app, bind(delete_path, services), annotations=DESTRUCTIVE, title="Delete path")
+    add_tool(app, bind(move_path, services), annotations=DESTRUCTIVE, title="Move path")
+    add_tool(app, bind(rename_path, services), annotations=DESTRUCTIVE, title="Rename path")
 
 
 def _existing_conventions(loc: Located) -> TextDoc | None:

@@ -10,7 +10,7 @@ from ..core.search.render import render_grep, render_list
 from ..core.search.results import GrepQuery, ListQuery
 from ..core.workspaces import Workspace
 from ..services import Services
-from .base import READ_ONLY, WorkspaceArg, add_tool
+from .base import READ_ONLY, WorkspaceArg, add_tool, bind
 
 SearchPath = Annotated[
     str | None,
@@ -33,85 +33,85 @@ def shower(ws: Workspace):
     return shown
 
 
+def grep(
+    services: Services,
+    pattern: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="Regular expression (ripgrep/Python common syntax; no look-around "
+            "or backreferences). Matched per line.",
+        ),
+    ],
+    path: SearchPath = None,
+    include: Annotated[
+        str | None,
+        Field(description="Glob for file names, e.g. '*.py' or 'src/**/*.{ts,tsx}'."),
+    ] = None,
+    ignoreCase: Annotated[bool, Field(description="Case-insensitive match.")] = False,
+    maxResults: Annotated[
+        int,
+        Field(ge=1, description=f"Maximum matching lines (cap {limits.GREP_MAX_RESULTS})."),
+    ] = limits.GREP_DEFAULT_RESULTS,
+    contextLines: Annotated[
+        int,
+        Field(ge=0, le=limits.GREP_MAX_CONTEXT, description="Lines of context around each match."),
+    ] = 0,
+    noIgnore: NoIgnore = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Search file contents: `path:LINE: text` per matching line, then a count summary.
+
+    Skips binary files, symlinks and the .git, node_modules, .cache and
+    .workspace-mcp directories, and (unless noIgnore) files excluded by .gitignore.
+    Only the first 1 MiB of each file is searched.
+    """
+    ws = services.workspaces.get(workspace)
+    query = GrepQuery(
+        pattern=pattern,
+        ignore_case=ignoreCase,
+        max_results=min(maxResults, limits.GREP_MAX_RESULTS),
+        context=contextLines,
+        include=include,
+        no_ignore=noIgnore,
+    )
+    result, _ = services.search.grep(ws, path, query)
+    return render_grep(result, contextLines, shower(ws), query.max_results)
+
+
+def list_files(
+    services: Services,
+    path: SearchPath = None,
+    pattern: Annotated[
+        str | None,
+        Field(description="Glob; without '/' it matches file names at any depth ('*.py')."),
+    ] = None,
+    maxDepth: Annotated[
+        int,
+        Field(ge=1, description=f"Directory levels below path (cap {limits.LIST_MAX_DEPTH})."),
+    ] = limits.LIST_DEFAULT_DEPTH,
+    limit: Annotated[
+        int, Field(ge=1, description=f"Maximum entries (cap {limits.LIST_MAX_ENTRIES}).")
+    ] = limits.LIST_DEFAULT_ENTRIES,
+    noIgnore: NoIgnore = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """List files (and, without a pattern, their directories with a trailing '/').
+
+    Sorted like `rg --sort path`; skips binary files, symlinks, ignored directories
+    and (unless noIgnore) .gitignore'd files. Directories appear when they hold files.
+    """
+    ws = services.workspaces.get(workspace)
+    query = ListQuery(
+        pattern=pattern,
+        max_depth=min(maxDepth, limits.LIST_MAX_DEPTH),
+        limit=min(limit, limits.LIST_MAX_ENTRIES),
+        no_ignore=noIgnore,
+    )
+    result, _ = services.search.list_files(ws, path, query)
+    return render_list(result, query.limit, shower(ws))
+
+
 def register(app: FastMCP, services: Services) -> None:
-    engine = services.search
-
-    def grep(
-        pattern: Annotated[
-            str,
-            Field(
-                min_length=1,
-                description="Regular expression (ripgrep/Python common syntax; no look-around "
-                "or backreferences). Matched per line.",
-            ),
-        ],
-        path: SearchPath = None,
-        include: Annotated[
-            str | None,
-            Field(description="Glob for file names, e.g. '*.py' or 'src/**/*.{ts,tsx}'."),
-        ] = None,
-        ignoreCase: Annotated[bool, Field(description="Case-insensitive match.")] = False,
-        maxResults: Annotated[
-            int,
-            Field(ge=1, description=f"Maximum matching lines (cap {limits.GREP_MAX_RESULTS})."),
-        ] = limits.GREP_DEFAULT_RESULTS,
-        contextLines: Annotated[
-            int,
-            Field(
-                ge=0, le=limits.GREP_MAX_CONTEXT, description="Lines of context around each match."
-            ),
-        ] = 0,
-        noIgnore: NoIgnore = False,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Search file contents: `path:LINE: text` per matching line, then a count summary.
-
-        Skips binary files, symlinks and the .git, node_modules, .cache and
-        .workspace-mcp directories, and (unless noIgnore) files excluded by .gitignore.
-        Only the first 1 MiB of each file is searched.
-        """
-        ws = services.workspaces.get(workspace)
-        query = GrepQuery(
-            pattern=pattern,
-            ignore_case=ignoreCase,
-            max_results=min(maxResults, limits.GREP_MAX_RESULTS),
-            context=contextLines,
-            include=include,
-            no_ignore=noIgnore,
-        )
-        result, _ = engine.grep(ws, path, query)
-        return render_grep(result, contextLines, shower(ws), query.max_results)
-
-    def list_files(
-        path: SearchPath = None,
-        pattern: Annotated[
-            str | None,
-            Field(description="Glob; without '/' it matches file names at any depth ('*.py')."),
-        ] = None,
-        maxDepth: Annotated[
-            int,
-            Field(ge=1, description=f"Directory levels below path (cap {limits.LIST_MAX_DEPTH})."),
-        ] = limits.LIST_DEFAULT_DEPTH,
-        limit: Annotated[
-            int, Field(ge=1, description=f"Maximum entries (cap {limits.LIST_MAX_ENTRIES}).")
-        ] = limits.LIST_DEFAULT_ENTRIES,
-        noIgnore: NoIgnore = False,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """List files (and, without a pattern, their directories with a trailing '/').
-
-        Sorted like `rg --sort path`; skips binary files, symlinks, ignored directories
-        and (unless noIgnore) .gitignore'd files. Directories appear when they hold files.
-        """
-        ws = services.workspaces.get(workspace)
-        query = ListQuery(
-            pattern=pattern,
-            max_depth=min(maxDepth, limits.LIST_MAX_DEPTH),
-            limit=min(limit, limits.LIST_MAX_ENTRIES),
-            no_ignore=noIgnore,
-        )
-        result, _ = engine.list_files(ws, path, query)
-        return render_list(result, query.limit, shower(ws))
-
-    add_tool(app, grep, annotations=READ_ONLY, title="Search file contents")
-    add_tool(app, list_files, annotations=READ_ONLY, title="List files")
+    add_tool(app, bind(grep, services), annotations=READ_ONLY, title="Search file contents")
+    add_tool(app, bind(list_files, services), annotations=READ_ONLY, title="List files")

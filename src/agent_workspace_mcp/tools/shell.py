@@ -36,7 +36,7 @@ from ..core.process import Child, describe_exit
 from ..core.workspaces import Workspace
 from ..requestctx import current_subject
 from ..services import Services
-from .base import WorkspaceArg, add_tool
+from .base import WorkspaceArg, add_tool, bind
 
 EXECUTES = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
@@ -219,6 +219,175 @@ async def _progress(ctx: Context, elapsed: float, total: float, command: str) ->
         )
 
 
+async def run_command(
+    runner: Runner,
+    command: Argv,
+    cwd: Cwd = None,
+    timeoutMs: TimeoutMs = limits.RUN_TIMEOUT_DEFAULT_MS,
+    background: Background = False,
+    workspace: WorkspaceArg = None,
+    ctx: Context | None = None,
+) -> str:
+    """Run a program with arguments (no shell) in the workspace and return its output.
+
+    stdout and stderr are merged; output above 256 KiB keeps the first and last
+    32 KiB. Reports the exit code (or the timeout) and the duration. A command still
+    running after ~45 s continues as a background job (see job_status).
+    """
+    ws = runner.services.workspaces.get(workspace)
+    cwd_real = runner.cwd(ws, cwd)
+    executable = runner.policy.resolve(command[0], cwd_real)
+    return await runner.run(ctx, ws, command, executable, cwd_real, timeoutMs, background)
+
+
+async def bash(
+    runner: Runner,
+    command: Annotated[
+        str, Field(min_length=1, description="A bash command line, run with `bash -c`.")
+    ],
+    cwd: Cwd = None,
+    timeoutMs: Annotated[
+        int,
+        Field(
+            ge=limits.RUN_TIMEOUT_MIN_MS,
+            description="Kill after this many milliseconds (capped).",
+        ),
+    ] = limits.RUN_TIMEOUT_DEFAULT_MS,
+    background: Background = False,
+    workspace: WorkspaceArg = None,
+    ctx: Context | None = None,
+) -> str:
+    """Run a shell command line with a real bash (pipes, redirection, globs work).
+
+    Output handling, timeout and background behaviour are those of run_command.
+    """
+    ws = runner.services.workspaces.get(workspace)
+    cwd_real = runner.cwd(ws, cwd)
+    bash_path = which("bash", runner.path_dirs)
+    if bash_path is None:
+        raise InvalidArgumentError("bash is not installed on this machine")
+    cap = runner.services.settings.shell_max_timeout_seconds * 1000
+    timeout = min(timeoutMs, cap)
+    return await runner.run(
+        ctx, ws, ["bash", "-c", command], bash_path, cwd_real, timeout, background
+    )
+
+
+async def run_task(
+    runner: Runner,
+    runner_name: Annotated[
+        str,
+        Field(alias="runner", description="pytest, npm, pnpm, yarn, maven, gradle, go or cargo."),
+    ],
+    task: Annotated[str, Field(description="test, build or lint (what the runner supports).")],
+    paths: Annotated[
+        list[str] | None,
+        Field(
+            max_length=limits.TASK_MAX_PATHS,
+            description="Workspace-relative test paths or packages.",
+        ),
+    ] = None,
+    timeoutSeconds: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=limits.JOB_MAX_RUNTIME_MAX_MS // 1000,
+            description="Kill after this many seconds.",
+        ),
+    ] = limits.TASK_TIMEOUT_DEFAULT_SECONDS,
+    background: Background = False,
+    workspace: WorkspaceArg = None,
+    ctx: Context | None = None,
+) -> str:
+    """Run a typed build/test task: a fixed command per runner and task, no free-form flags.
+
+    Unsupported runner/task combinations are refused with the valid ones. Project
+    tests still run project code: this is not a sandbox.
+    """
+    ws = runner.services.workspaces.get(workspace)
+    cwd_real = runner.cwd(ws, None)
+    rel_paths = []
+    for path in paths or []:
+        with locate(ws, path) as loc:
+            if loc.lstat() is None:
+                raise InvalidArgumentError(f"not found: {loc.display}")
+            rel_paths.append(loc.real_rel)
+    argv = task_argv(runner_name, task, rel_paths)
+    executable = runner.any_policy.resolve(argv[0], cwd_real)
+    return await runner.run(ctx, ws, argv, executable, cwd_real, timeoutSeconds * 1000, background)
+
+
+async def start_job(
+    runner: Runner,
+    command: Argv,
+    cwd: Cwd = None,
+    name: Annotated[
+        str | None, Field(max_length=100, description="A label for job_status.")
+    ] = None,
+    maxRuntimeMs: Annotated[
+        int,
+        Field(
+            ge=limits.JOB_MAX_RUNTIME_MIN_MS,
+            le=limits.JOB_MAX_RUNTIME_MAX_MS,
+            description="Kill the job after this many milliseconds.",
+        ),
+    ] = limits.JOB_MAX_RUNTIME_DEFAULT_MS,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Start a long-running command detached and return its jobId at once.
+
+    Same allowlist, cwd and no-shell rules as run_command. Output goes to a log file
+    outside the workspace; poll job_status, stop with job_kill.
+    """
+    ws = runner.services.workspaces.get(workspace)
+    cwd_real = runner.cwd(ws, cwd)
+    executable = runner.policy.resolve(command[0], cwd_real)
+    child = await anyio.to_thread.run_sync(runner.spawn, ws, command, executable, cwd_real)
+    shown = shown_command(command)
+    job = runner.services.jobs.adopt(
+        child, command=shown, cwd=cwd_real, owner=current_subject(), name=name,
+        max_runtime_ms=maxRuntimeMs, replay=True,
+    )  # fmt: skip
+    activity.record(detail=shown, result=f"started ({job.id})")
+    return _job_started(job, runner.services.settings.http)
+
+
+def job_status(
+    runner: Runner,
+    jobId: Annotated[
+        str | None, Field(description="Omit to list your 20 most recent jobs.")
+    ] = None,
+    tailBytes: Annotated[
+        int,
+        Field(ge=0, le=limits.JOB_TAIL_MAX_BYTES, description="Bytes of log tail to include."),
+    ] = limits.JOB_TAIL_DEFAULT_BYTES,
+) -> str:
+    """A job's status, exit code, duration, log size and log tail; or the recent jobs."""
+    owner = current_subject()
+    if jobId is None:
+        jobs = runner.services.jobs.recent(owner)
+        if not jobs:
+            return "no jobs yet"
+        return "\n".join(
+            f"{j.id}  {j.status}  {j.duration_ms() // 1000}s  {j.command}"
+            + (f"  ({j.name})" if j.name else "")
+            for j in jobs
+        )
+    job = runner.services.jobs.get(jobId, owner)
+    return _describe_job(runner.services, job, tailBytes)
+
+
+def job_kill(runner: Runner, jobId: Annotated[str, Field(description="The job to stop.")]) -> str:
+    """Stop a job: SIGTERM to its whole process group, SIGKILL after 3 s.
+
+    Killing a job that already finished is not an error.
+    """
+    activity.record(detail=jobId)
+    job = runner.services.jobs.kill(jobId, current_subject())
+    activity.record(result=job.status)
+    return _describe_job(runner.services, job, 0)
+
+
 def register(app: FastMCP, services: Services) -> None:
     settings = services.settings
     if not settings.execution_allowed:
@@ -229,179 +398,16 @@ def register(app: FastMCP, services: Services) -> None:
     if not (shell_on or unrestricted or tasks_on):
         return
     runner = Runner(services)
-    registry = services.workspaces
-
-    async def run_command(
-        command: Argv,
-        cwd: Cwd = None,
-        timeoutMs: TimeoutMs = limits.RUN_TIMEOUT_DEFAULT_MS,
-        background: Background = False,
-        workspace: WorkspaceArg = None,
-        ctx: Context | None = None,
-    ) -> str:
-        """Run a program with arguments (no shell) in the workspace and return its output.
-
-        stdout and stderr are merged; output above 256 KiB keeps the first and last
-        32 KiB. Reports the exit code (or the timeout) and the duration. A command still
-        running after ~45 s continues as a background job (see job_status).
-        """
-        ws = registry.get(workspace)
-        cwd_real = runner.cwd(ws, cwd)
-        executable = runner.policy.resolve(command[0], cwd_real)
-        return await runner.run(ctx, ws, command, executable, cwd_real, timeoutMs, background)
-
-    async def bash(
-        command: Annotated[
-            str, Field(min_length=1, description="A bash command line, run with `bash -c`.")
-        ],
-        cwd: Cwd = None,
-        timeoutMs: Annotated[
-            int,
-            Field(
-                ge=limits.RUN_TIMEOUT_MIN_MS,
-                description="Kill after this many milliseconds (capped).",
-            ),
-        ] = limits.RUN_TIMEOUT_DEFAULT_MS,
-        background: Background = False,
-        workspace: WorkspaceArg = None,
-        ctx: Context | None = None,
-    ) -> str:
-        """Run a shell command line with a real bash (pipes, redirection, globs work).
-
-        Output handling, timeout and background behaviour are those of run_command.
-        """
-        ws = registry.get(workspace)
-        cwd_real = runner.cwd(ws, cwd)
-        bash_path = which("bash", runner.path_dirs)
-        if bash_path is None:
-            raise InvalidArgumentError("bash is not installed on this machine")
-        cap = settings.shell_max_timeout_seconds * 1000
-        timeout = min(timeoutMs, cap)
-        return await runner.run(
-            ctx, ws, ["bash", "-c", command], bash_path, cwd_real, timeout, background
-        )
-
-    async def run_task(
-        runner_name: Annotated[
-            str,
-            Field(
-                alias="runner", description="pytest, npm, pnpm, yarn, maven, gradle, go or cargo."
-            ),
-        ],
-        task: Annotated[str, Field(description="test, build or lint (what the runner supports).")],
-        paths: Annotated[
-            list[str] | None,
-            Field(
-                max_length=limits.TASK_MAX_PATHS,
-                description="Workspace-relative test paths or packages.",
-            ),
-        ] = None,
-        timeoutSeconds: Annotated[
-            int,
-            Field(
-                ge=1,
-                le=limits.JOB_MAX_RUNTIME_MAX_MS // 1000,
-                description="Kill after this many seconds.",
-            ),
-        ] = limits.TASK_TIMEOUT_DEFAULT_SECONDS,
-        background: Background = False,
-        workspace: WorkspaceArg = None,
-        ctx: Context | None = None,
-    ) -> str:
-        """Run a typed build/test task: a fixed command per runner and task, no free-form flags.
-
-        Unsupported runner/task combinations are refused with the valid ones. Project
-        tests still run project code: this is not a sandbox.
-        """
-        ws = registry.get(workspace)
-        cwd_real = runner.cwd(ws, None)
-        rel_paths = []
-        for path in paths or []:
-            with locate(ws, path) as loc:
-                if loc.lstat() is None:
-                    raise InvalidArgumentError(f"not found: {loc.display}")
-                rel_paths.append(loc.real_rel)
-        argv = task_argv(runner_name, task, rel_paths)
-        executable = runner.any_policy.resolve(argv[0], cwd_real)
-        return await runner.run(
-            ctx, ws, argv, executable, cwd_real, timeoutSeconds * 1000, background
-        )
-
-    async def start_job(
-        command: Argv,
-        cwd: Cwd = None,
-        name: Annotated[
-            str | None, Field(max_length=100, description="A label for job_status.")
-        ] = None,
-        maxRuntimeMs: Annotated[
-            int,
-            Field(
-                ge=limits.JOB_MAX_RUNTIME_MIN_MS,
-                le=limits.JOB_MAX_RUNTIME_MAX_MS,
-                description="Kill the job after this many milliseconds.",
-            ),
-        ] = limits.JOB_MAX_RUNTIME_DEFAULT_MS,
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Start a long-running command detached and return its jobId at once.
-
-        Same allowlist, cwd and no-shell rules as run_command. Output goes to a log file
-        outside the workspace; poll job_status, stop with job_kill.
-        """
-        ws = registry.get(workspace)
-        cwd_real = runner.cwd(ws, cwd)
-        executable = runner.policy.resolve(command[0], cwd_real)
-        child = await anyio.to_thread.run_sync(runner.spawn, ws, command, executable, cwd_real)
-        shown = shown_command(command)
-        job = services.jobs.adopt(
-            child, command=shown, cwd=cwd_real, owner=current_subject(), name=name,
-            max_runtime_ms=maxRuntimeMs, replay=True,
-        )  # fmt: skip
-        activity.record(detail=shown, result=f"started ({job.id})")
-        return _job_started(job, services.settings.http)
-
-    def job_status(
-        jobId: Annotated[
-            str | None, Field(description="Omit to list your 20 most recent jobs.")
-        ] = None,
-        tailBytes: Annotated[
-            int,
-            Field(ge=0, le=limits.JOB_TAIL_MAX_BYTES, description="Bytes of log tail to include."),
-        ] = limits.JOB_TAIL_DEFAULT_BYTES,
-    ) -> str:
-        """A job's status, exit code, duration, log size and log tail; or the recent jobs."""
-        owner = current_subject()
-        if jobId is None:
-            jobs = services.jobs.recent(owner)
-            if not jobs:
-                return "no jobs yet"
-            return "\n".join(
-                f"{j.id}  {j.status}  {j.duration_ms() // 1000}s  {j.command}"
-                + (f"  ({j.name})" if j.name else "")
-                for j in jobs
-            )
-        job = services.jobs.get(jobId, owner)
-        return _describe_job(services, job, tailBytes)
-
-    def job_kill(jobId: Annotated[str, Field(description="The job to stop.")]) -> str:
-        """Stop a job: SIGTERM to its whole process group, SIGKILL after 3 s.
-
-        Killing a job that already finished is not an error.
-        """
-        activity.record(detail=jobId)
-        job = services.jobs.kill(jobId, current_subject())
-        activity.record(result=job.status)
-        return _describe_job(services, job, 0)
 
     if shell_on:
-        add_tool(app, run_command, annotations=EXECUTES, title="Run command")
-        add_tool(app, start_job, annotations=EXECUTES, title="Start background job")
+        add_tool(app, bind(run_command, runner), annotations=EXECUTES, title="Run command")
+        add_tool(app, bind(start_job, runner), annotations=EXECUTES, title="Start background job")
     if unrestricted:
-        add_tool(app, bash, annotations=EXECUTES, title="Run bash")
+        add_tool(app, bind(bash, runner), annotations=EXECUTES, title="Run bash")
     if tasks_on:
-        add_tool(app, run_task, annotations=EXECUTES, title="Run build/test task")
-    add_tool(app, job_status, annotations=JOB_STATUS, title="Job status")
-    add_tool(app, job_kill, annotations=EXECUTES, title="Kill job")
+        add_tool(app, bind(run_task, runner), annotations=EXECUTES, title="Run build/test task")
+    add_tool(app, bind(job_status, runner), annotations=JOB_STATUS, title="Job status")
+    add_tool(app, bind(job_kill, runner), annotations=EXECUTES, title="Kill job")
 
 
 def _describe_job(services: Services, job: Job, tail_bytes: int) -> str:

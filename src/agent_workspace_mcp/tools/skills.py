@@ -17,23 +17,53 @@ from ..core.errors import NotFoundError
 from ..core.limits import SKILL_FILES_LISTED
 from ..core.skills import SkillInfo
 from ..services import Services
-from .base import READ_ONLY, WorkspaceArg, add_tool
+from .base import READ_ONLY, WorkspaceArg, add_tool, bind
 from .workspaces import render_workspaces, shown_root
 
 log = logging.getLogger("agent_workspace_mcp")
 
 
-def all_skills(services: Services, with_contents: bool = False) -> list[SkillInfo]:
-    """Skills of every workspace, primary first; a name seen twice keeps the first."""
+_warned: set[str] = set()
+
+
+def _usable(info: SkillInfo) -> Skill | None:
+    """FastMCP's own view of a skill we parsed, or None (with one warning) if it refuses it.
+
+    Both views must agree: a skill is offered by the `skill` tool, `resource://skills` and
+    the skills extension alike, or by none of them.
+    """
+    try:
+        return Skill.from_files(info.contents)
+    except (ValueError, ValidationError) as exc:
+        reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        key = f"{info.folder}:{reason}"
+        if key not in _warned:
+            _warned.add(key)
+            log.warning("skipping skill %s: %s", info.folder, reason.splitlines()[0])
+        return None
+
+
+def usable_skills(services: Services, only: str | None = None) -> list[tuple[SkillInfo, Skill]]:
+    """The one set of skills every client sees: each workspace's (or only `only`'s), primary
+    first; a name seen twice keeps the first."""
     seen: set[str] = set()
     found = []
     ordered = sorted(services.workspaces, key=lambda ws: not ws.primary)
+    if only is not None:
+        ordered = [services.workspaces.get(only)]
     for ws in ordered:
-        for skill in services.skills.discover(ws, with_contents=with_contents):
-            if skill.name not in seen:
-                seen.add(skill.name)
-                found.append(skill)
+        for info in services.skills.discover(ws, with_contents=True):
+            if info.name in seen:
+                continue
+            snapshot = _usable(info)
+            if snapshot is not None:
+                seen.add(info.name)
+                found.append((info, snapshot))
     return found
+
+
+def all_skills(services: Services) -> list[SkillInfo]:
+    return [info for info, _ in usable_skills(services)]
 
 
 def catalog_text(skills: list[SkillInfo], primary: str) -> str:
@@ -47,67 +77,54 @@ def catalog_text(skills: list[SkillInfo], primary: str) -> str:
 
 
 class TolerantSkillsProvider(SkillCatalogProvider):
-    """FastMCP's catalog provider fed from our scan: invalid folders are skipped with a
-    warning instead of stopping the server, and a new folder appears on the next request."""
+    """FastMCP's catalog provider fed from `usable_skills`: an invalid folder is skipped
+    with a warning instead of stopping the server, and a new folder appears on the next
+    request."""
 
     def __init__(self, services: Services) -> None:
         super().__init__()
         self._services = services
-        self._warned: set[str] = set()
 
     def _build(self) -> list[Skill]:
-        skills = []
-        for info in all_skills(self._services, with_contents=True):
-            try:
-                skills.append(Skill.from_files(info.contents))
-            except (ValueError, ValidationError) as exc:
-                reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-                key = f"{info.folder}:{reason}"
-                if key not in self._warned:
-                    self._warned.add(key)
-                    log.warning(
-                        "skills extension: skipping %s: %s", info.folder, reason.splitlines()[0]
-                    )
-        return skills
+        return [snapshot for _, snapshot in usable_skills(self._services)]
 
     async def load_skills(self):
         return await anyio.to_thread.run_sync(self._build)
 
 
+def skill(
+    services: Services,
+    name: Annotated[str, Field(min_length=1, description="Skill name from resource://skills.")],
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Load one Agent Skill: its full instructions plus the paths of its bundled files.
+
+    Read bundled files with read_file. The catalog is the resource://skills resource.
+    """
+    candidates = [info for info, _ in usable_skills(services, workspace)]
+    found = next((s for s in candidates if s.name == name), None)
+    if found is None:
+        available = ", ".join(s.name for s in candidates) or "none installed"
+        raise NotFoundError(f'unknown skill "{name}". Available: {available}')
+    parts = [f"# skill: {found.name}", found.description]
+    if found.allowed_tools:
+        parts.append("allowed tools: " + " ".join(found.allowed_tools))
+    parts.append("")
+    parts.append(found.body)
+    if found.files:
+        parts.append("")
+        parts.append("Bundled files (read them with read_file):")
+        parts.extend(f"- {found.folder}/{rel}" for rel in found.files[:SKILL_FILES_LISTED])
+        if len(found.files) > SKILL_FILES_LISTED:
+            more = len(found.files) - SKILL_FILES_LISTED
+            parts.append(f"- ... ({more} more; list_files {found.folder})")
+    return "\n".join(parts)
+
+
 def register(app: FastMCP, services: Services) -> None:
     primary = services.workspaces.primary
 
-    def skill(
-        name: Annotated[str, Field(min_length=1, description="Skill name from resource://skills.")],
-        workspace: WorkspaceArg = None,
-    ) -> str:
-        """Load one Agent Skill: its full instructions plus the paths of its bundled files.
-
-        Read bundled files with read_file. The catalog is the resource://skills resource.
-        """
-        if workspace is not None:
-            candidates = services.skills.discover(services.workspaces.get(workspace))
-        else:
-            candidates = all_skills(services)
-        found = next((s for s in candidates if s.name == name), None)
-        if found is None:
-            available = ", ".join(s.name for s in candidates) or "none installed"
-            raise NotFoundError(f'unknown skill "{name}". Available: {available}')
-        parts = [f"# skill: {found.name}", found.description]
-        if found.allowed_tools:
-            parts.append("allowed tools: " + " ".join(found.allowed_tools))
-        parts.append("")
-        parts.append(found.body)
-        if found.files:
-            parts.append("")
-            parts.append("Bundled files (read them with read_file):")
-            parts.extend(f"- {found.folder}/{rel}" for rel in found.files[:SKILL_FILES_LISTED])
-            if len(found.files) > SKILL_FILES_LISTED:
-                more = len(found.files) - SKILL_FILES_LISTED
-                parts.append(f"- ... ({more} more; list_files {found.folder})")
-        return "\n".join(parts)
-
-    add_tool(app, skill, annotations=READ_ONLY, title="Load skill")
+    add_tool(app, bind(skill, services), annotations=READ_ONLY, title="Load skill")
 
     def skills_catalog() -> str:
         """Installed Agent Skills, one per line: name — description."""

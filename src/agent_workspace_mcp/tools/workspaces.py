@@ -5,7 +5,7 @@ from fastmcp import FastMCP
 from ..core.statefiles import has_state_dir
 from ..core.workspaces import Workspace
 from ..services import Services
-from .base import READ_ONLY, add_tool
+from .base import READ_ONLY, add_tool, bind
 
 
 def shown_root(services: Services, ws: Workspace) -> str:
@@ -34,9 +34,10 @@ def render_workspaces(services: Services) -> str:
     return "\n".join(rows)
 
 
-def register(app: FastMCP, services: Services) -> None:
-    def workspace_list() -> str:
-        """List the workspaces: name, root, (primary), whether state exists, active change."""
-        return render_workspaces(services)
+def workspace_list(services: Services) -> str:
+    """List the workspaces: name, root, (primary), whether state exists, active change."""
+    return render_workspaces(services)
 
-    add_tool(app, workspace_list, annotations=READ_ONLY, title="List workspaces")
+
+def register(app: FastMCP, services: Services) -> None:
+    add_tool(app, bind(workspace_list, services), annotations=READ_ONLY, title="List workspaces")

@@ -1,0 +1,28 @@
+"""One error layer: tool bodies just raise, the middleware shapes and nothing logs a
+traceback for an agent's mistake; the answer budget is middleware too."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from fastmcp import Client
+
+from tests.helpers import fails
+
+
+async def test_expected_failures_are_one_sentence_without_a_traceback(
+    client: Client, ws: Path, caplog
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    assert await fails(client, "read_file", path="missing.txt") == "not found: missing.txt"
+    (ws / "dir").mkdir()
+    text = await fails(client, "read_file", path="dir")
+    assert text.startswith("dir: ") and "Error calling tool" not in text
+    tracebacks = [r for r in caplog.records if r.exc_info and r.name.startswith("fastmcp")]
+    assert tracebacks == []
+
+
+async def test_a_validation_failure_names_the_argument(client: Client, ws: Path) -> None:
+    text = await fails(client, "read_file", path="a", offset="not a number")
+    assert text.startswith("invalid arguments for read_file: 'offset'")
