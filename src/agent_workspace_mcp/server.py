@@ -117,7 +117,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     auth = _auth(settings)
     services = Services(
         settings=settings,
-        workspaces=registry,
+        registry=registry,
         search=SearchEngine(settings.search_engine),
         jobs=JobRegistry(settings.job_dir or default_job_dir()),
         bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,

@@ -20,14 +20,14 @@ from .core.process import scrubbed_env
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
 from .core.skills import SkillStore
-from .core.workspaces import WorkspaceRegistry
+from .core.workspaces import SESSION_SUBPATH, WorkspaceRegistry, WorkspaceView
 from .settings import Settings
 
 
 @dataclass
 class Services:
     settings: Settings
-    workspaces: WorkspaceRegistry
+    registry: WorkspaceRegistry  # every configured root
     shutdown: Shutdown = field(default_factory=Shutdown)
     locks: PathLocks = field(default_factory=PathLocks)
     search: SearchEngine = field(default_factory=SearchEngine)
@@ -38,6 +38,11 @@ class Services:
     skills: SkillStore = field(default_factory=SkillStore)
     # HTTP sessions: id -> who opened it and its workspace subpath (transports.http)
     sessions: dict = field(default_factory=dict)
+
+    @property
+    def workspaces(self) -> WorkspaceView:
+        """What the current request may use (a subpath session sees only its directory)."""
+        return self.registry.view(SESSION_SUBPATH.get())
 
     def child_env(self) -> dict[str, str]:
         """The environment every child process gets: ours, minus secrets, plus NO_COLOR."""

@@ -74,3 +74,26 @@ def test_state_dir_is_lazy_and_ignores_itself(tmp_path: Path) -> None:
     (path / ".gitignore").write_text("*\n# kept\n")
     ensure_state_dir(ws)  # idempotent: an existing file is left alone
     assert (path / ".gitignore").read_text() == "*\n# kept\n"
+
+
+def test_a_subpath_view_answers_for_one_workspace_everywhere(tmp_path) -> None:
+    import pytest as _pytest
+
+    from agent_workspace_mcp.core.containment import resolve_subpath
+    from agent_workspace_mcp.core.errors import UnknownWorkspaceError
+
+    (tmp_path / "main" / "sub").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    registry = WorkspaceRegistry.confined(
+        str(tmp_path / "main"), [("other", str(tmp_path / "other"))]
+    )
+    full = registry.view()
+    assert len(full) == len(list(full)) == 2 and full.get("other").name == "other"
+    view = registry.view(resolve_subpath(registry.primary, "sub"))
+    assert len(view) == len(list(view)) == 1
+    assert list(view)[0] is view.primary is view.get() is view.get("default")
+    assert view.primary.root == str((tmp_path / "main" / "sub").resolve())
+    with _pytest.raises(UnknownWorkspaceError, match="confined to sub"):
+        view.get("other")
+    assert registry.get("other").name == "other"  # the registry itself never changes
+    assert sorted(view.roots()) == sorted(registry.roots())

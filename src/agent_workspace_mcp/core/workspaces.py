@@ -141,9 +141,7 @@ class WorkspaceRegistry:
         )
 
     def get(self, name: str | None = None) -> Workspace:
-        subpath = SESSION_SUBPATH.get()
-        if subpath is not None:
-            return self._confined_to(subpath, name)
+        """A configured workspace by name (the primary for None); ignores any session."""
         if name is None or name == "":
             return self.primary
         try:
@@ -154,36 +152,68 @@ class WorkspaceRegistry:
                 f'unknown workspace "{name}". Available: {available}'
             ) from None
 
-    def _confined_to(self, subpath: Subpath, name: str | None) -> Workspace:
-        """The primary workspace re-rooted at `subpath` (resolved by the containment walk)."""
-        if name not in (None, "", self.primary.name):
-            raise UnknownWorkspaceError(
-                f'unknown workspace "{name}": this session is confined to {subpath.rel} of '
-                f'"{self.primary.name}"'
-            )
-        if not subpath.parts:
-            return self.primary
-        root = os.path.join(self.primary.root, *subpath.parts)
-        return Workspace(
-            self.primary.name,
-            root,
-            root,
-            primary=True,
-            confined=True,
-            allow_git_writes=self.primary.allow_git_writes,
-            anchor=self.primary,
-            subpath=subpath,
-        )
-
     def roots(self) -> list[str]:
-        """Every configured root, whatever the current session is confined to."""
+        """Every configured root."""
         return [ws.root for ws in self._by_name.values()]
 
+    def view(self, subpath: Subpath | None = None) -> WorkspaceView:
+        """What one request may use: everything, or one subpath of the primary."""
+        return WorkspaceView(self, subpath)
+
     def __iter__(self):
-        """Every workspace, or only the confined one inside a subpath-bound session."""
-        if SESSION_SUBPATH.get() is not None:
-            return iter([self.get()])
         return iter(self._by_name.values())
 
     def __len__(self) -> int:
         return len(self._by_name)
+
+
+class WorkspaceView:
+    """The workspaces one request may use: all of them, or, for a session confined to a
+    subpath, only the primary re-rooted there. Iteration, length, `primary` and `get()`
+    all answer for the same set."""
+
+    def __init__(self, registry: WorkspaceRegistry, subpath: Subpath | None) -> None:
+        self.registry = registry
+        self.subpath = subpath
+        self._confined = None if subpath is None else self._confine(subpath)
+
+    def _confine(self, subpath: Subpath) -> Workspace:
+        primary = self.registry.primary
+        if not subpath.parts:
+            return primary
+        root = os.path.join(primary.root, *subpath.parts)
+        return Workspace(
+            primary.name,
+            root,
+            root,
+            primary=True,
+            confined=True,
+            allow_git_writes=primary.allow_git_writes,
+            anchor=primary,
+            subpath=subpath,
+        )
+
+    @property
+    def primary(self) -> Workspace:
+        return self._confined or self.registry.primary
+
+    def get(self, name: str | None = None) -> Workspace:
+        if self._confined is None:
+            return self.registry.get(name)
+        if name not in (None, "", self._confined.name):
+            assert self.subpath is not None
+            raise UnknownWorkspaceError(
+                f'unknown workspace "{name}": this session is confined to {self.subpath.rel} '
+                f'of "{self._confined.name}"'
+            )
+        return self._confined
+
+    def roots(self) -> list[str]:
+        """Every configured root (PATH rules keep all of them out, whatever the view)."""
+        return self.registry.roots()
+
+    def __iter__(self):
+        return iter([self._confined] if self._confined is not None else self.registry)
+
+    def __len__(self) -> int:
+        return 1 if self._confined is not None else len(self.registry)

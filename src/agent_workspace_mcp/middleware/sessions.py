@@ -30,7 +30,7 @@ class SubpathMiddleware(Middleware):
         raw = request.headers.get("x-workspace-subpath")
         if raw is None:
             return None
-        return resolve_subpath(self.services.workspaces.primary, raw)
+        return resolve_subpath(self.services.registry.primary, raw)
 
     async def on_request(self, context: MiddlewareContext, call_next):
         token = SESSION_SUBPATH.set(self._subpath())

@@ -128,7 +128,7 @@ def subject_of(scope) -> str | None:
 def resolve_subpath(services: Services, raw: str) -> Subpath:
     """The header's directory below the primary root, resolved once (see containment)."""
     try:
-        return containment.resolve_subpath(services.workspaces.primary, raw)
+        return containment.resolve_subpath(services.registry.primary, raw)
     except WorkspaceError as exc:
         raise WorkspaceError(f"{SUBPATH_HEADER}: {exc}") from None
 
