@@ -91,7 +91,7 @@ def test_a_subpath_view_answers_for_one_workspace_everywhere(tmp_path) -> None:
     assert len(full) == len(list(full)) == 2 and full.get("other").name == "other"
     view = registry.view(resolve_subpath(registry.primary, "sub"))
     assert len(view) == len(list(view)) == 1
-    assert list(view)[0] is view.primary is view.get() is view.get("default")
+    assert next(iter(view)) is view.primary is view.get() is view.get("default")
     assert view.primary.root == str((tmp_path / "main" / "sub").resolve())
     with _pytest.raises(UnknownWorkspaceError, match="confined to sub"):
         view.get("other")
