@@ -157,13 +157,13 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         instructions=INSTRUCTIONS,
         version=_version(),
         lifespan=lifespan,
-        # Outermost first: the audit sees the final outcome; errors are shaped after the
-        # journal saw the real failure.
+        # Outermost first: the audit and the journal see the final outcome, including the
+        # one sentence the error layer made of a failure (what the agent saw).
         middleware=[
             *middleware,
+            JournalMiddleware(services),
             AnswerBudgetMiddleware(),
             ErrorShapingMiddleware(),
-            JournalMiddleware(services),
             ArgumentRepairMiddleware(),
         ],
     )
@@ -179,13 +179,16 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
 
 
 def _filter_tools(app: FastMCP, settings: Settings) -> None:
-    """--tools (allowlist), --read-only and --disable-tools narrow the tool surface."""
-    if settings.tools:
-        app.enable(names=set(settings.tools), only=True, components={"tool"})
-        if settings.read_only:
-            app.disable(tags={WRITE_TAG}, components={"tool"})
-    elif settings.read_only:
-        app.enable(tags={READ_TAG}, only=True, components={"tool"})
+    """--tools (allowlist), --read-only and --disable-tools narrow the *tools*; resources
+    and prompts stay (FastMCP's `enable(only=True)` would hide those too)."""
+    if settings.tools or settings.read_only:
+        app.disable(components={"tool"})
+        if settings.tools:
+            app.enable(names=set(settings.tools), components={"tool"})
+            if settings.read_only:
+                app.disable(tags={WRITE_TAG}, components={"tool"})
+        else:
+            app.enable(tags={READ_TAG}, components={"tool"})
     if settings.disable_tools:
         app.disable(names=set(settings.disable_tools), components={"tool"})
 

@@ -495,8 +495,9 @@ async def test_sigterm_runs_cleanup_and_kills_jobs(tmp_path: Path) -> None:
             time.sleep(0.05)
         pid = int((root / "job.pid").read_text())
     finally:
-        server.stop()
+        code = server.stop()
     assert "stopped, cleanup done" in server.stderr()
+    assert code == 0  # a clean stop is a clean exit, not -15
     with pytest.raises(ProcessLookupError):
         for _ in range(100):
             os.kill(pid, 0)

@@ -261,6 +261,22 @@ async def test_workspace_argument_and_listing(tmp_path: Path) -> None:
         ]
 
 
+async def test_tool_filters_leave_resources_and_prompts_alone(ws: Path) -> None:
+    for settings in (
+        Settings(root=str(ws), read_only=True),
+        Settings(root=str(ws), tools=("read_file",)),
+        Settings(root=str(ws), disable_tools=("write_file",)),
+        Settings(root=str(ws), tools=("read_file", "write_file"), read_only=True),
+    ):
+        async with open_client(settings) as c:
+            resources = {str(r.uri) for r in await c.list_resources()}
+            prompts = {p.name for p in await c.list_prompts()}
+            tools = {t.name for t in await c.list_tools()}
+            assert {"resource://skills", "resource://cwd", "resource://workspaces"} <= resources
+            assert {"resume", "new_skill", "plan_change"} <= prompts
+            assert "read_file" in tools and "write_file" not in tools
+
+
 async def test_read_only_mode_registers_only_read_tools(ws: Path) -> None:
     async with open_client(Settings(root=str(ws), read_only=True)) as c:
         names = {t.name for t in await c.list_tools()}

@@ -403,3 +403,11 @@ async def test_journal_entries_are_one_line_each(client: Client, ws: Path) -> No
     log = await ok(client, "work_log")
     entry = [line for line in log.splitlines() if "write_file" in line]
     assert len(entry) == 1 and "odd\\nname.txt" in entry[0]
+
+
+async def test_the_journal_records_the_sentence_the_agent_saw(client: Client) -> None:
+    await fails(client, "edit_file", path="a.txt")  # arguments missing
+    log = await ok(client, "work_log")
+    line = next(line for line in log.splitlines() if "edit_file" in line)
+    assert "invalid arguments for edit_file: missing required argument" in line, line
+    assert "ValidationError" not in line

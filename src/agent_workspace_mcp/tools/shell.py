@@ -359,7 +359,10 @@ def job_status(
     ] = None,
     tailBytes: Annotated[
         int,
-        Field(ge=0, le=limits.JOB_TAIL_MAX_BYTES, description="Bytes of log tail to include."),
+        Field(
+            ge=0,
+            description=f"Bytes of log tail to include (cap {limits.JOB_TAIL_MAX_BYTES}).",
+        ),
     ] = limits.JOB_TAIL_DEFAULT_BYTES,
 ) -> str:
     """A job's status, exit code, duration, log size and log tail; or the recent jobs."""
@@ -374,7 +377,11 @@ def job_status(
             for j in jobs
         )
     job = runner.services.jobs.get(jobId, owner)
-    return _describe_job(runner.services, job, tailBytes)
+    clamped = min(tailBytes, limits.JOB_TAIL_MAX_BYTES)
+    answer = _describe_job(runner.services, job, clamped)
+    if clamped < tailBytes:
+        answer += f"\n(tailBytes clamped to {clamped}; the whole log stays on disk)"
+    return answer
 
 
 def job_kill(runner: Runner, jobId: Annotated[str, Field(description="The job to stop.")]) -> str:

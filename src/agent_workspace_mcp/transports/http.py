@@ -16,6 +16,7 @@ Layers, outermost first, each a small ASGI callable with one job:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections.abc import Iterable
@@ -231,6 +232,22 @@ def build_http_app(app: FastMCP, services: Services):
     return OriginHostGuard(asgi, hosts, origins)
 
 
+def _quiet_exit_server():
+    import uvicorn
+
+    class QuietExit(uvicorn.Server):
+        """uvicorn re-raises a captured SIGTERM after its graceful shutdown, so the process
+        dies with -15 although it stopped cleanly; a clean stop is exit 0 here."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            with super().capture_signals():
+                yield
+                self._captured_signals.clear()
+
+    return QuietExit
+
+
 def run_http(app: FastMCP, services: Services) -> int:
     import uvicorn
 
@@ -247,5 +264,5 @@ def run_http(app: FastMCP, services: Services) -> int:
         timeout_graceful_shutdown=3,
         access_log=False,
     )
-    uvicorn.Server(config).run()
+    _quiet_exit_server()(config).run()
     return 0
