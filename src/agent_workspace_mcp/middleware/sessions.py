@@ -13,6 +13,10 @@ from ..core.containment import resolve_subpath
 from ..core.workspaces import SESSION_SUBPATH
 from ..services import Services
 
+# Set by transports.legacy_sse on the scope of each SSE stream (a key, not an import:
+# middleware does not import transports).
+LEGACY_STREAM_KEY = "awm_subpath"
+
 
 class SubpathMiddleware(Middleware):
     def __init__(self, services: Services) -> None:
@@ -23,6 +27,9 @@ class SubpathMiddleware(Middleware):
             request = get_http_request()
         except RuntimeError:
             return None  # stdio / in-memory: no HTTP request, no subpath
+        state = request.scope.get("state") or {}
+        if LEGACY_STREAM_KEY in state:  # a legacy SSE stream: bound when it opened
+            return state[LEGACY_STREAM_KEY]
         session_id = request.headers.get("mcp-session-id")
         if session_id:
             info = self.services.sessions.get(session_id)

@@ -1,5 +1,6 @@
 """Streamable HTTP at `/mcp`, safe to expose: Origin/Host checks, auth, sessions bound to
-subjects, an optional per-session workspace subpath, `/health`, served by uvicorn.
+subjects, an optional per-session workspace subpath, `/health`, served by uvicorn. The
+legacy HTTP+SSE transport (`/sse`) shares the port and every layer (`legacy_sse.py`).
 
 Layers, outermost first, each a small ASGI callable with one job:
 
@@ -215,7 +216,9 @@ def build_http_app(app: FastMCP, services: Services):
             say("stopped, cleanup done")
 
     inner.router.lifespan_context = lifespan
-    asgi = ApiKeyHeader(inner)
+    from .legacy_sse import PathDispatch, build_legacy_sse_app  # it builds on this module
+
+    asgi = ApiKeyHeader(PathDispatch(inner, build_legacy_sse_app(app, services)))
     if settings.cors_origins:
         asgi = CORSMiddleware(
             asgi,

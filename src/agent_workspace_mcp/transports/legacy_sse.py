@@ -1,0 +1,120 @@
+"""The former HTTP+SSE transport (`GET /sse` + `POST /messages/?session_id=`), for old
+clients, served next to Streamable HTTP on the same port and behind the same layers.
+
+FastMCP builds the SSE app (`http_app(transport="sse")`); this module adds what our
+Streamable HTTP sessions have: `LegacySessionGuard` reads the `endpoint` event of each
+stream to learn its session id and records it with the subject that opened the stream
+and its `x-workspace-subpath` (resolved once, when the stream opens). A message for a
+session id we did not record, or from another subject, is answered 404, as on `/mcp`.
+Authentication still comes first (FastMCP's 401 with `WWW-Authenticate`).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qs
+
+from fastmcp import FastMCP
+from starlette.middleware import Middleware
+
+from ..core.errors import WorkspaceError
+from ..core.limits import HTTP_TRACKED_SESSIONS
+from ..services import Services
+from .http import (
+    SUBPATH_HEADER,
+    SessionInfo,
+    _headers,
+    _plain,
+    resolve_subpath,
+    subject_of,
+)
+
+SSE_PATH = "/sse"
+MESSAGE_PATH = "/messages/"
+_ENDPOINT = re.compile(rb"event: endpoint\r?\ndata: [^\r\n]*session_id=([0-9a-fA-F-]+)")
+
+# SSE streams are long-lived requests: the subpath a stream was opened with is attached
+# to its scope (`state`), where SubpathMiddleware finds it for every call on the stream.
+STATE_KEY = "awm_subpath"
+
+
+class LegacySessionGuard:
+    def __init__(self, app, services: Services) -> None:
+        self.app, self.services = app, services
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        if user is not None and not getattr(user, "is_authenticated", False):
+            await self.app(scope, receive, send)  # FastMCP answers 401 first
+            return
+        path = scope["path"]
+        if path.rstrip("/") == SSE_PATH:
+            await self._open_stream(scope, receive, send)
+        elif path.startswith(MESSAGE_PATH.rstrip("/")):
+            await self._message(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _open_stream(self, scope, receive, send) -> None:
+        raw = _headers(scope).get(SUBPATH_HEADER)
+        subpath = None
+        if raw is not None:
+            try:
+                subpath = resolve_subpath(self.services, raw)
+            except WorkspaceError as exc:
+                await _plain(send, 400, str(exc))
+                return
+        scope.setdefault("state", {})[STATE_KEY] = subpath
+        subject = subject_of(scope)
+        sessions = self.services.sessions
+        recorded = False
+
+        async def remember(message) -> None:
+            nonlocal recorded
+            if not recorded and message["type"] == "http.response.body":
+                match = _ENDPOINT.search(message.get("body", b""))
+                if match:
+                    session_id = match.group(1).decode().replace("-", "")
+                    sessions[f"sse:{session_id}"] = SessionInfo(subject, subpath, raw)
+                    while len(sessions) > HTTP_TRACKED_SESSIONS:
+                        sessions.pop(next(iter(sessions)))
+                    recorded = True
+            await send(message)
+
+        await self.app(scope, receive, remember)
+
+    async def _message(self, scope, receive, send) -> None:
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        session_id = (query.get("session_id") or [""])[0].replace("-", "").lower()
+        info = self.services.sessions.get(f"sse:{session_id}")
+        if info is None or info.subject != subject_of(scope):
+            await _plain(send, 404, "session not found")
+            return
+        await self.app(scope, receive, send)
+
+
+def build_legacy_sse_app(app: FastMCP, services: Services):
+    return app.http_app(
+        transport="sse",
+        path=SSE_PATH,
+        middleware=[Middleware(LegacySessionGuard, services=services)],
+    )
+
+
+class PathDispatch:
+    """`/sse` and `/messages/` to the legacy app, everything else (and the lifespan) to
+    Streamable HTTP: one port, one lifespan, one set of outer layers."""
+
+    def __init__(self, main, legacy) -> None:
+        self.main, self.legacy = main, legacy
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            if path.rstrip("/") == SSE_PATH or path.startswith(MESSAGE_PATH.rstrip("/")):
+                await self.legacy(scope, receive, send)
+                return
+        await self.main(scope, receive, send)
