@@ -180,7 +180,6 @@ class Located:
     # Missing parent directories, created only by `make_parents()` (`defer_parents=True`),
     # so a dry run or a rejected change leaves no directory behind.
     missing: tuple[str, ...] = ()
-    created: list[int] | None = None  # fds of directories make_parents() created, innermost last
 
     @property
     def is_root(self) -> bool:

@@ -110,20 +110,20 @@ def open_state(loc: Located, flags: int, *, create: bool) -> int | None:
     raise WorkspaceError(f"{STATE_DIR_NAME}/{loc.name} keeps being replaced; retry")
 
 
-def _read_state(loc: Located, offset: int = 0, size: int = MAX_FILE_BYTES) -> bytes | None:
+def _read_state(loc: Located) -> bytes | None:
+    """A whole state file (bounded), or None when it does not exist (or was unsafe)."""
     fd = open_state(loc, os.O_RDONLY, create=False)
     if fd is None:
         return None
     try:
-        if offset == 0 and size == MAX_FILE_BYTES and os.fstat(fd).st_size > size:
+        if os.fstat(fd).st_size > MAX_FILE_BYTES:
             raise TooLargeError(f"{STATE_DIR_NAME}/{loc.name} is too large to read")
-        chunks, remaining, position = [], size, offset
-        while remaining > 0:
-            chunk = os.pread(fd, min(remaining, MIB), position)
+        chunks, position = [], 0
+        while position <= MAX_FILE_BYTES:
+            chunk = os.pread(fd, MIB, position)
             if not chunk:
                 break
             chunks.append(chunk)
-            remaining -= len(chunk)
             position += len(chunk)
         return b"".join(chunks)
     finally:
