@@ -89,7 +89,8 @@ def test_the_readme_table_is_the_declaration() -> None:
 def test_help_lists_every_flag_and_variable() -> None:
     text = build_parser().format_help()
     for opt, _ in options().values():
-        for name in (opt.flag, *(flag for flag, _, _ in opt.consts), *opt.env):
+        extra = tuple(opt.extra.get("env_values", {}))
+        for name in (opt.flag, *(flag for flag, _, _ in opt.consts), *opt.env, *extra):
             if name:
                 assert name in text, name
 

@@ -23,6 +23,7 @@ FORBIDDEN = {
     "settings": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.cli"),
     "configuration": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.cli"),
     "requestctx": (f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.transports"),
+    "profiles": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
     "": (f"{PACKAGE}.cli",),  # nothing imports the CLI (but __main__)
 }  # fmt: skip
 

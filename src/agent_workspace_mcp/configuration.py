@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -119,9 +120,23 @@ def _help(opt: Opt, info: Any) -> str:
     default = info.default
     if not opt.secret and default not in (None, (), False, True, ""):
         text += f" (default {default})"
-    if opt.env:
-        text += f" [env {opt.env[0]}]"
+    names = list(opt.env) + [
+        f"{var}={'|'.join(mapping)}" for var, mapping in opt.extra.get("env_values", {}).items()
+    ]
+    if names:
+        text += f" [env {', '.join(names)}]"
     return text.replace("%", "%%")
+
+
+class _ListProfiles(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from .profiles import describe_profiles
+
+        sys.stdout.write(describe_profiles() + "\n")
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -143,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         ).replace("%", "%%"),
     )
     parser.add_argument("-v", "--version", action="version", version=f"{PROG} {package_version()}")
+    parser.add_argument(
+        "--list-profiles", action=_ListProfiles, help="print each --profile's tools and exit"
+    )
     groups = {name: parser.add_argument_group(name) for name in GROUPS}
     for name, (opt, info) in options().items():
         group = groups[opt.group]
@@ -227,6 +245,15 @@ def settings_from_sources(
                 if found is not None and _boolean(found[0], found[1]):
                     values[name], sources[name] = value, found[1]
                     break
+            for var, mapping in opt.extra.get("env_values", {}).items():
+                found = from_env(var)
+                if found is None or name in values:
+                    continue
+                if found[0].strip().lower() not in mapping:
+                    allowed = ", ".join(mapping)
+                    raise ConfigError(f"{found[1]}: {found[0]!r} is not one of {allowed}")
+                values[name], sources[name] = mapping[found[0].strip().lower()], found[1]
+    _apply_profile(values, sources)
     try:
         settings = Settings(**values)
     except ValidationError as exc:
@@ -237,6 +264,18 @@ def settings_from_sources(
     if settings.unconfined and (settings.root is not None or settings.workspaces):
         raise ConfigError("--unconfined cannot be combined with --root or --workspace")
     return settings
+
+
+def _apply_profile(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """A profile's defaults fill what no flag or variable set (explicit input wins)."""
+    from .profiles import PROFILES
+
+    profile = PROFILES[values.get("profile", "workspace-mcp")]
+    for name, value in profile.defaults.items():
+        if name not in sources:
+            values[name] = value
+    if profile.name == "persona" and "port" in sources and "http" not in sources:
+        values["http"] = True  # persona: `--port N` means serve HTTP on that port
 
 
 # --- checks that need no FastMCP ------------------------------------------------------
@@ -283,6 +322,11 @@ def _check_http(settings: Settings) -> None:
         raise ConfigError(
             "HTTP needs auth: give --token, --api-key or JWT options (or --no-auth, loopback only)"
         )
+    if settings.profile == "persona" and not settings.no_auth and not jwt:
+        raise ConfigError(
+            "the persona profile serves HTTP with JWT auth: give --jwt-secret, --jwt-public-key "
+            "or --jwks-url with --jwt-audience (or --no-auth, loopback only)"
+        )
     if jwt:
         sources = (settings.jwt_secret, settings.jwt_public_key, settings.jwks_url)
         if sum(x is not None for x in sources) != 1:
@@ -316,6 +360,10 @@ def markdown_table() -> str:
         flags = [f"`{opt.flag}" + (f" {opt.metavar}`" if opt.metavar else "`")] if opt.flag else []
         flags += [f"`{flag}`" for flag, _, _ in opt.consts]
         env = [f"`{var}`" for var in opt.env] + [f"`{var}=1`" for var, _ in opt.env_consts]
+        env += [
+            f"`{var}={'|'.join(mapping)}`"
+            for var, mapping in opt.extra.get("env_values", {}).items()
+        ]
         default = info.default
         shown = "" if opt.secret or default in (None, ()) else f"`{default}`"
         if isinstance(default, bool):

@@ -29,15 +29,26 @@ from .middleware.budget import AnswerBudgetMiddleware
 from .middleware.errors import ErrorShapingMiddleware, quiet_expected_failures
 from .middleware.journal import JournalMiddleware
 from .middleware.sessions import SubpathMiddleware
-from .requestctx import READ_TAG, WRITE_TAG, current_subject
+from .requestctx import WRITE_TAG, current_subject
 from .services import Services
 from .settings import Settings
-from .tools import changes, editing, files, git, memory, search, shell, skills, workspaces
+from .tools import (
+    changes,
+    editing,
+    files,
+    git,
+    memory,
+    persona,
+    search,
+    shell,
+    skills,
+    workspaces,
+)
 
 log = logging.getLogger("agent_workspace_mcp")
 
 SERVER_NAME = "agent-workspace-mcp"
-TOOL_MODULES = (files, editing, search, shell, git, memory, changes, skills, workspaces)
+TOOL_MODULES = (files, editing, search, shell, git, memory, changes, skills, workspaces, persona)
 
 
 def _version() -> str:
@@ -174,21 +185,39 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         _health_route(app)
         if settings.auth_server and auth is not None:
             _bare_resource_metadata(app, settings)
+    _apply_profile(app, settings)
     _filter_tools(app, settings)
     return app, services
+
+
+def _apply_profile(app: FastMCP, settings: Settings) -> None:
+    """A profile's renames (tool transformations over the same implementation) and its
+    exact tool surface; resources and prompts are untouched."""
+    from .profiles import PROFILES
+
+    profile = PROFILES[settings.profile]
+    if profile.renames:
+        from fastmcp.server.transforms.tool_transform import ToolTransform
+        from fastmcp.tools.tool_transform import ToolTransformConfig
+
+        app.add_transform(
+            ToolTransform(
+                {old: ToolTransformConfig(name=new) for old, new in profile.renames.items()}
+            )
+        )
+    if profile.tools is not None:
+        app.disable(components={"tool"})
+        app.enable(names=set(profile.tools), components={"tool"})
 
 
 def _filter_tools(app: FastMCP, settings: Settings) -> None:
     """--tools (allowlist), --read-only and --disable-tools narrow the *tools*; resources
     and prompts stay (FastMCP's `enable(only=True)` would hide those too)."""
-    if settings.tools or settings.read_only:
+    if settings.tools:
         app.disable(components={"tool"})
-        if settings.tools:
-            app.enable(names=set(settings.tools), components={"tool"})
-            if settings.read_only:
-                app.disable(tags={WRITE_TAG}, components={"tool"})
-        else:
-            app.enable(tags={READ_TAG}, components={"tool"})
+        app.enable(names=set(settings.tools), components={"tool"})
+    if settings.read_only:
+        app.disable(tags={WRITE_TAG}, components={"tool"})
     if settings.disable_tools:
         app.disable(names=set(settings.disable_tools), components={"tool"})
 

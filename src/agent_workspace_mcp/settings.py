@@ -58,6 +58,11 @@ class Settings(BaseModel):
     # One compact block per setting reads better than the formatter's layout.
     # fmt: off
     # --- workspaces ---------------------------------------------------------------
+    profile: Annotated[Literal["workspace-mcp", "persona", "coding-agent"], Opt(
+        "tool surface and defaults of a source document's server (see --list-profiles); "
+        "flags given explicitly still win",
+        WORKSPACES, "--profile", ("WORKSPACE_MCP_PROFILE",), "NAME",
+    )] = "workspace-mcp"
     root: Annotated[str | None, Opt(
         "primary workspace, named 'default' (default: the current directory)",
         WORKSPACES, "--root", ("WORKSPACE_MCP_ROOT",), "DIR",
@@ -181,7 +186,8 @@ class Settings(BaseModel):
     )] = None
     api_keys: Annotated[tuple[NameDir, ...], Opt(
         "a per-subject API key, also accepted as x-api-key (repeatable)",
-        HTTP, "--api-key", ("WORKSPACE_MCP_API_KEYS",), "SUBJECT=TOKEN", secret=True,
+        HTTP, "--api-key", ("WORKSPACE_MCP_API_KEYS", "CODING_AGENT_MCP_API_KEYS"),
+        "SUBJECT=TOKEN", secret=True,
         extra={"item": "subject=token"},
     )] = ()
     jwt_secret: Annotated[str | None, Opt(
@@ -226,7 +232,8 @@ class Settings(BaseModel):
     )] = ()
     cors_origins: Annotated[tuple[str, ...], Opt(
         "allow this browser origin, with CORS headers (repeatable)",
-        HTTP, "--cors-origin", ("WORKSPACE_MCP_CORS_ORIGINS",), "ORIGIN",
+        HTTP, "--cors-origin", ("WORKSPACE_MCP_CORS_ORIGINS", "CODING_AGENT_MCP_CORS_ORIGINS"),
+        "ORIGIN",
     )] = ()
     stateless: Annotated[bool, Opt(
         "no sessions: every POST is handled on its own",
@@ -235,6 +242,7 @@ class Settings(BaseModel):
     allow_remote_exec: Annotated[bool, Opt(
         "let --shell/--shell-any/--tasks apply over HTTP too",
         HTTP, "--allow-remote-exec", ("WORKSPACE_MCP_ALLOW_REMOTE_EXEC",),
+        extra={"env_values": {"CODING_AGENT_MCP_EXECUTION_BACKEND": {"local": True}}},
     )] = False
     rate_limit: Annotated[float | None, Field(gt=0), Opt(
         "at most N requests per second per subject",
