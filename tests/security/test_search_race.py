@@ -89,6 +89,9 @@ async def test_no_byte_from_outside_in_any_answer(ws: Path, outside: Path, engin
                 assert "LEAKED" not in context.text, (round_, context.text)
                 listing = await call(client, "list_files", limit=5000)
                 assert "OUTSIDE" not in listing.text, (round_, listing.text)
+                # With a pattern the listing comes from rg (the walk by name).
+                matched = await call(client, "list_files", pattern="*.txt", limit=5000)
+                assert "OUTSIDE" not in matched.text, (round_, matched.text)
         assert swaps[0] > ROUNDS[engine]  # the race really ran alongside the calls
         # The tree is whole again and an ordinary search still finds everything in it.
         final = await call(client, "grep", pattern="needle inside zz", maxResults=1000)

@@ -249,7 +249,6 @@ async def test_list_files_rules(engine_client: Client) -> None:
         "link_file.txt",
         "fifo",
         "sock",
-        "empty_dir/",
         "node_modules/",
         ".git/",
         "app.log",
@@ -257,6 +256,12 @@ async def test_list_files_rules(engine_client: Client) -> None:
     ):
         assert absent not in entries, absent
     assert "bin/late_nul.txt" in entries
+    # Directories are entries of their own: empty ones, and top-level folders at depth 1.
+    assert "empty_dir/" in entries
+    top = (await ok(engine_client, "list_files", maxDepth=1)).splitlines()
+    assert "src/" in top and "empty_dir/" in top and "README.md" in top
+    assert not any(entry.count("/") > 1 or (entry.count("/") == 1 and not entry.endswith("/"))
+                   for entry in top), top  # fmt: skip
     text = await ok(engine_client, "list_files", limit=3)
     assert text.splitlines()[-1] == (
         "... (stopped at limit=3; more entries exist: narrow path/pattern or raise limit)"
@@ -264,7 +269,7 @@ async def test_list_files_rules(engine_client: Client) -> None:
     assert await ok(engine_client, "list_files", pattern="*.tsx") == "web/src/comp.tsx"
     assert (
         await ok(engine_client, "list_files", path="docs", maxDepth=1)
-        == "docs/.gitignore\ndocs/guide.md"
+        == "docs/.gitignore\ndocs/guide.md\ndocs/sub/"
     )
 
 

@@ -96,10 +96,10 @@ def list_files(
     noIgnore: NoIgnore = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """List files (and, without a pattern, their directories with a trailing '/').
+    """List files and, without a pattern, directories (trailing '/'), empty ones included.
 
     Sorted like `rg --sort path`; skips binary files, symlinks, ignored directories
-    and (unless noIgnore) .gitignore'd files. Directories appear when they hold files.
+    and (unless noIgnore) .gitignore'd files. maxDepth=1 is the top-level look.
     """
     ws = services.workspaces.get(workspace)
     query = ListQuery(

@@ -48,7 +48,9 @@ class SearchEngine:
     ) -> tuple[ListResult, str]:
         compile_glob(query.pattern)
         start, is_dir, ancestors = self._start(ws, path, query.no_ignore)
-        if self.rg:
+        # Without a pattern the listing shows every directory, empty ones included, which
+        # `rg --files` cannot see; the fd walk lists both (and is as fast for a listing).
+        if self.rg and query.pattern is not None:
             result = ripgrep_engine.list_files(self.rg, ws, start, is_dir, query, ancestors)
         else:
             result = python_engine.list_files(ws, start, is_dir, query, ancestors)

@@ -31,6 +31,7 @@ from .results import (
     GrepResult,
     ListQuery,
     ListResult,
+    add_listed_dir,
     add_listed_file,
     listing_base,
     take,
@@ -102,10 +103,13 @@ def walk_files(
     no_ignore: bool,
     max_depth: int | None,
     include: Glob | None,
-) -> Iterator[tuple[str, int]]:
+    dirs: bool = False,
+) -> Iterator[tuple[str, int | None]]:
     """Yield (root-relative path, dir_fd) for each eligible regular file, in rg order.
 
-    The dir_fd is only valid until the next item is requested.
+    With `dirs`, every eligible directory within `max_depth` is yielded too, as
+    (path, None), just before its contents. The dir_fd is only valid until the next
+    item is requested.
     """
     ignores = _Ignores(ancestor_rules, not no_ignore)
     root_fd = open_root(ws)
@@ -155,9 +159,14 @@ def walk_files(
             name, is_dir = entries.pop()
             child = name if rel in ("", ".") else f"{rel}/{name}"
             if is_dir:
-                if is_ignored_dir_name(name) or (max_depth is not None and depth + 1 >= max_depth):
+                if is_ignored_dir_name(name):
                     continue
-                if ignores.ignored(child, True, ignore_stack):
+                too_deep = max_depth is not None and depth + 1 >= max_depth
+                if (too_deep and not dirs) or ignores.ignored(child, True, ignore_stack):
+                    continue
+                if dirs and (max_depth is None or depth + 1 <= max_depth):
+                    yield child, None
+                if too_deep:
                     continue
                 try:
                     child_fd = os.open(name, DIR_FLAGS, dir_fd=fd)
@@ -307,9 +316,14 @@ def list_files(
         no_ignore=query.no_ignore,
         max_depth=query.max_depth,
         include=compile_glob(query.pattern),
+        dirs=query.pattern is None,
     )
     try:
         for rel, dir_fd in files:
+            if dir_fd is None:
+                if not add_listed_dir(result, query, rel, budget):
+                    break
+                continue
             name = rel.rsplit("/", 1)[-1]
 
             def binary(dir_fd: int = dir_fd, name: str = name) -> bool | None:

@@ -112,14 +112,25 @@ def add_listed_file(
                 new.append(Entry(directory, True))
     if not binary:
         new.append(Entry(rel, False))
-    for entry in new:
-        size = len(entry.path.encode("utf-8", "surrogateescape")) + 1 + entry.is_dir
-        if len(result.entries) >= query.limit or result.used + size > budget:
-            result.more = True
-            result.budget_hit = len(result.entries) < query.limit
-            return False
-        result.entries.append(entry)
-        result.used += size
+    return all(_append(result, query, entry, budget) for entry in new)
+
+
+def add_listed_dir(result: ListResult, query: ListQuery, rel: str, budget: int) -> bool:
+    """Add a directory met by the walk (empty ones and top-level folders included)."""
+    if rel in result.seen_dirs:
+        return True
+    result.seen_dirs.add(rel)
+    return _append(result, query, Entry(rel, True), budget)
+
+
+def _append(result: ListResult, query: ListQuery, entry: Entry, budget: int) -> bool:
+    size = len(entry.path.encode("utf-8", "surrogateescape")) + 1 + entry.is_dir
+    if len(result.entries) >= query.limit or result.used + size > budget:
+        result.more = True
+        result.budget_hit = len(result.entries) < query.limit
+        return False
+    result.entries.append(entry)
+    result.used += size
     return True
 
 
