@@ -149,7 +149,8 @@ async def test_grep_rules(engine_client: Client) -> None:
     # The backbone document's format and a count summary.
     assert "src/app.py:3: def needle():" in lines
     assert "crlf.txt:2: needle crlf" in lines  # CR stripped from the shown line
-    assert lines[-1].endswith("files") and " matches in " in lines[-1]
+    # The tree has .gitignore'd files, and this search ran out: the summary says so.
+    assert lines[-1].endswith("files (.gitignore rules hid some files from this search; noIgnore=true includes them)") and " matches in " in lines[-1]
     # Binary (NUL in the first 8 KiB) skipped; a NUL later does not make a file binary.
     assert "bin/image.bin" not in paths and "bin/late_nul.txt" in paths
     # Only the first 1 MiB is searched.
@@ -205,7 +206,11 @@ async def test_grep_truncation_and_context(engine_client: Client) -> None:
         "src/app.py:5: # needle again",
         "2 matches in 1 file",
     ]
-    assert await ok(engine_client, "grep", pattern="zzz-not-there") == "no matches"
+    assert await ok(engine_client, "grep", pattern="zzz-not-there") == (
+        "no matches (.gitignore rules hid some files from this search; noIgnore=true includes them)"
+    )
+    unhidden = await ok(engine_client, "grep", pattern="zzz-not-there", noIgnore=True)
+    assert unhidden == "no matches"
 
 
 async def test_grep_errors_are_one_sentence(engine_client: Client) -> None:
@@ -266,10 +271,15 @@ async def test_list_files_rules(engine_client: Client) -> None:
     assert text.splitlines()[-1] == (
         "... (stopped at limit=3; more entries exist: narrow path/pattern or raise limit)"
     )
-    assert await ok(engine_client, "list_files", pattern="*.tsx") == "web/src/comp.tsx"
+    hid = "\n(.gitignore rules hid some files from this listing; noIgnore=true includes them)"
+    assert await ok(engine_client, "list_files", pattern="*.tsx") == "web/src/comp.tsx" + hid
     assert (
         await ok(engine_client, "list_files", path="docs", maxDepth=1)
-        == "docs/.gitignore\ndocs/guide.md\ndocs/sub/"
+        == "docs/.gitignore\ndocs/guide.md\ndocs/sub/" + hid
+    )
+    # Where no rule hides anything, nothing is said.
+    assert await ok(engine_client, "list_files", path="web") == (
+        "web/src/\nweb/src/comp.ts\nweb/src/comp.tsx\nweb/src/style.css"
     )
 
 

@@ -64,6 +64,9 @@ GREP_TIME_BUDGET_SECONDS = 20.0
 # megabyte lines that would otherwise fill the whole answer with one match.
 GREP_LINE_CHARS = 400
 GREP_MAX_CONTEXT = 10  # ours: contextLines cap; more is reading, use read_file
+# ours (issue 13): when a search found fewer results than asked, how long we may look for
+# one .gitignore'd entry to say that rules hid files; past it the answer says nothing.
+RULES_CHECK_SECONDS = 0.25
 # ours: how much of rg's stderr is kept (only a regex parse error is ever shown, and it
 # comes first); the rest is drained and dropped so rg never blocks on a full pipe.
 RG_STDERR_KEPT_BYTES = 16 * KIB

@@ -41,6 +41,8 @@ class SearchEngine:
             result = ripgrep_engine.grep(self.rg, ws, start, query, ancestors)
         else:
             result = python_engine.grep(ws, start, is_dir, query, ancestors)
+        if not query.no_ignore and not result.more and is_dir:
+            result.rules_hid = python_engine.rules_hide_something(ws, start, ancestors)
         return result, start
 
     def list_files(
@@ -54,6 +56,8 @@ class SearchEngine:
             result = ripgrep_engine.list_files(self.rg, ws, start, is_dir, query, ancestors)
         else:
             result = python_engine.list_files(ws, start, is_dir, query, ancestors)
+        if not query.no_ignore and not result.more and is_dir:
+            result.rules_hid = python_engine.rules_hide_something(ws, start, ancestors)
         return result, start
 
     @staticmethod

@@ -24,6 +24,7 @@ from ..limits import (
     GITIGNORE_MAX_BYTES,
     GREP_BYTES_PER_FILE,
     GREP_TIME_BUDGET_SECONDS,
+    RULES_CHECK_SECONDS,
 )
 from ..osflags import DIR_FLAGS, READ_FLAGS
 from .results import (
@@ -182,6 +183,56 @@ def walk_files(
                 continue
             yield child, fd
     finally:
+        os.close(root_fd)
+
+
+def rules_hide_something(
+    ws: Workspace,
+    start: str,
+    ancestor_rules: list[str],
+    budget: float = RULES_CHECK_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> bool:
+    """Whether .gitignore rules exclude at least one entry below `start`.
+
+    Walks by fd like the search and stops at the first excluded entry; a tree too large
+    to answer within `budget` gets False (the answer then just says nothing).
+    """
+    ignores = _Ignores(ancestor_rules, True)
+    deadline = clock() + budget
+    root_fd = open_root(ws)
+    fds: list[int] = []
+    try:
+        fds.append(_open_dirs(root_fd, start) if start else os.dup(root_fd))
+        pending: list[tuple[int, str, list]] = [(fds[-1], start, [])]
+        while pending:
+            if clock() > deadline:
+                return False
+            fd, rel, stack = pending.pop()
+            spec = _read_gitignore(fd)
+            if spec is not None:
+                stack = [*stack, (rel, spec)]
+            with os.scandir(fd) as entries:
+                children = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
+            for name, is_dir in children:
+                child = f"{rel}/{name}" if rel else name
+                if is_dir and is_ignored_dir_name(name):
+                    continue
+                if ignores.ignored(child, is_dir, stack):
+                    return True
+                if is_dir:
+                    try:
+                        fds.append(os.open(name, DIR_FLAGS, dir_fd=fd))
+                    except OSError:
+                        continue
+                    pending.append((fds[-1], child, stack))
+        return False
+    except OSError:
+        return False
+    finally:
+        for fd in fds:
+            if fd != root_fd:
+                os.close(fd)
         os.close(root_fd)
 
 

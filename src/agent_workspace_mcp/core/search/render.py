@@ -14,10 +14,13 @@ def _clip(text: str) -> str:
     return text if len(text) <= GREP_LINE_CHARS else text[:GREP_LINE_CHARS] + "... (line truncated)"
 
 
+RULES_HID = ".gitignore rules hid some files from this search; noIgnore=true includes them"
+
+
 def render_grep(result: GrepResult, context: int, shown, max_results: int) -> str:
     """`path:LINE: text` per match (`path-LINE- text` for context), then a count summary."""
     if not result.hits:
-        return "no matches"
+        return f"no matches ({RULES_HID})" if result.rules_hid else "no matches"
     out: list[str] = []
     used = 0
     previous: tuple[str, int] | None = None
@@ -45,13 +48,16 @@ def render_grep(result: GrepResult, context: int, shown, max_results: int) -> st
     summary = f"{_plural(result.matches, 'match')} in {_plural(result.files, 'file')}"
     if result.more:
         summary += f" (stopped at maxResults={max_results}; more matches exist)"
+    elif result.rules_hid:
+        summary += f" ({RULES_HID})"
     out.append(summary)
     return "\n".join(out)
 
 
 def render_list(result: ListResult, limit: int, shown) -> str:
+    hid = RULES_HID.replace("this search", "this listing")
     if not result.entries:
-        return "no files found"
+        return f"no files found ({hid})" if result.rules_hid else "no files found"
     out = [shown(e.path) + ("/" if e.is_dir else "") for e in result.entries]
     if result.budget_hit:
         out.append(
@@ -63,4 +69,6 @@ def render_list(result: ListResult, limit: int, shown) -> str:
             f"... (stopped at limit={limit}; more entries exist: "
             "narrow path/pattern or raise limit)"
         )
+    elif result.rules_hid:
+        out.append(f"({hid})")
     return "\n".join(out)

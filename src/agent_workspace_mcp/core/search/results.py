@@ -19,6 +19,7 @@ class GrepResult:
     matches: int = 0
     files: int = 0
     more: bool = False  # stopped at maxResults with more matches left
+    rules_hid: bool = False  # .gitignore rules excluded files from a search that ran out
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class ListResult:
     more: bool = False
     budget_hit: bool = False  # stopped by the answer size budget rather than `limit`
     used: int = 0  # bytes the rendered entries take
+    rules_hid: bool = False  # .gitignore rules excluded entries from a listing that ran out
     seen_dirs: set[str] = field(default_factory=set)
 
 
