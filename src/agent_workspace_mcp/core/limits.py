@@ -67,6 +67,7 @@ GREP_MAX_CONTEXT = 10  # ours: contextLines cap; more is reading, use read_file
 # ours (issue 13): when a search found fewer results than asked, how long we may look for
 # one .gitignore'd entry to say that rules hid files; past it the answer says nothing.
 RULES_CHECK_SECONDS = 0.25
+RULES_CHECK_CACHE_SECONDS = 10.0  # ours: its answer is reused this long per search root
 # ours: how much of rg's stderr is kept (only a regex parse error is ever shown, and it
 # comes first); the rest is drained and dropped so rg never blocks on a full pipe.
 RG_STDERR_KEPT_BYTES = 16 * KIB

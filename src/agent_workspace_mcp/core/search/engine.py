@@ -8,10 +8,11 @@ run both over the same tree and compare answers).
 from __future__ import annotations
 
 import stat
+import time
 
 from ..containment import locate
 from ..errors import ConfigError, NotFoundError, WorkspaceError, WrongTypeError
-from ..limits import GITIGNORE_MAX_BYTES
+from ..limits import GITIGNORE_MAX_BYTES, RULES_CHECK_CACHE_SECONDS
 from ..textio import kind_of, read_bytes
 from ..workspaces import Workspace
 from . import python_engine, ripgrep_engine
@@ -26,6 +27,7 @@ class SearchEngine:
         if mode not in ENGINES:
             raise ConfigError(f"search engine must be one of {', '.join(ENGINES)}, got {mode!r}")
         self.rg = None if mode == "python" else ripgrep_engine.find_rg()
+        self._rules_cache: dict[tuple[str, str], tuple[float, bool]] = {}
         if mode == "rg" and self.rg is None:
             raise ConfigError("search engine 'rg' requested but no ripgrep binary was found")
 
@@ -42,7 +44,7 @@ class SearchEngine:
         else:
             result = python_engine.grep(ws, start, is_dir, query, ancestors)
         if not query.no_ignore and not result.more and is_dir:
-            result.rules_hid = python_engine.rules_hide_something(ws, start, ancestors)
+            result.rules_hid = self._rules_hid(ws, start, ancestors)
         return result, start
 
     def list_files(
@@ -57,8 +59,21 @@ class SearchEngine:
         else:
             result = python_engine.list_files(ws, start, is_dir, query, ancestors)
         if not query.no_ignore and not result.more and is_dir:
-            result.rules_hid = python_engine.rules_hide_something(ws, start, ancestors)
+            result.rules_hid = self._rules_hid(ws, start, ancestors)
         return result, start
+
+    def _rules_hid(self, ws: Workspace, start: str, ancestors: list[str]) -> bool:
+        """Cached briefly: agents search in bursts, and the answer rarely changes."""
+        key = (ws.root, start)
+        now = time.monotonic()
+        cached = self._rules_cache.get(key)
+        if cached is not None and now - cached[0] < RULES_CHECK_CACHE_SECONDS:
+            return cached[1]
+        value = python_engine.rules_hide_something(ws, start, ancestors)
+        if len(self._rules_cache) > 256:
+            self._rules_cache.clear()
+        self._rules_cache[key] = (now, value)
+        return value
 
     @staticmethod
     def _start(ws: Workspace, path: str | None, no_ignore: bool) -> tuple[str, bool, list[str]]:

@@ -195,8 +195,9 @@ def rules_hide_something(
 ) -> bool:
     """Whether .gitignore rules exclude at least one entry below `start`.
 
-    Walks by fd like the search and stops at the first excluded entry; a tree too large
-    to answer within `budget` gets False (the answer then just says nothing).
+    Only asked when rules apply where the search starts (rules above it, or a .gitignore
+    in it). Walks by fd like the search and stops at the first excluded entry; a tree
+    too large to answer within `budget` gets False (the answer then just says nothing).
     """
     ignores = _Ignores(ancestor_rules, True)
     deadline = clock() + budget
@@ -204,6 +205,10 @@ def rules_hide_something(
     fds: list[int] = []
     try:
         fds.append(_open_dirs(root_fd, start) if start else os.dup(root_fd))
+        if not ancestor_rules and _read_gitignore(fds[-1]) is None:
+            # No rule where the search starts: the common rule-free tree costs nothing.
+            # (Rules only in deeper .gitignore files are not reported.)
+            return False
         pending: list[tuple[int, str, list]] = [(fds[-1], start, [])]
         while pending:
             if clock() > deadline:
