@@ -175,9 +175,8 @@ async def test_subpath_confines_the_session(keyed: RunningServer) -> None:
     token = "tok-alice-0123456789"
     async with client(keyed, token, mode="legacy", headers={"x-workspace-subpath": "sub"}) as c:
         listing = (await c.call_tool("list_files", {})).content[0].text
-        assert (
-            listing == "inner.txt"
-        )  # paths are relative to the subpath; empty dirs are not listed
+        # Paths are relative to the subpath; directories are entries (empty ones too).
+        assert listing == "deeper/\ninner.txt"
         assert (
             (await c.call_tool("read_file", {"path": "inner.txt"}))
             .content[0]

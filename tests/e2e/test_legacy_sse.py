@@ -98,6 +98,17 @@ async def test_the_subpath_is_bound_when_the_stream_opens(served: RunningServer)
     assert bad.status_code == 400
 
 
+async def test_get_mcp_without_a_session_is_the_sse_handshake(served: RunningServer) -> None:
+    headers = {"Authorization": f"Bearer {ALICE}"}
+    async with (
+        sse_client(served.url, headers=headers) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        answer = await session.call_tool("read_file", {"path": "top.txt"})
+        assert text_of(answer).startswith("1: top level")
+
+
 def test_streamable_http_still_answers_on_the_same_port(served: RunningServer) -> None:
     assert httpx2.get(f"{served.base}/health").status_code == 200
     assert httpx2.post(served.url, json={}, timeout=5).status_code == 401

@@ -150,7 +150,12 @@ async def test_grep_rules(engine_client: Client) -> None:
     assert "src/app.py:3: def needle():" in lines
     assert "crlf.txt:2: needle crlf" in lines  # CR stripped from the shown line
     # The tree has .gitignore'd files, and this search ran out: the summary says so.
-    assert lines[-1].endswith("files (.gitignore rules hid some files from this search; noIgnore=true includes them)") and " matches in " in lines[-1]
+    assert (
+        lines[-1].endswith(
+            "files (.gitignore rules hid some files from this search; noIgnore=true includes them)"
+        )
+        and " matches in " in lines[-1]
+    )
     # Binary (NUL in the first 8 KiB) skipped; a NUL later does not make a file binary.
     assert "bin/image.bin" not in paths and "bin/late_nul.txt" in paths
     # Only the first 1 MiB is searched.

@@ -218,7 +218,9 @@ def build_http_app(app: FastMCP, services: Services):
     inner.router.lifespan_context = lifespan
     from .legacy_sse import PathDispatch, build_legacy_sse_app  # it builds on this module
 
-    asgi = ApiKeyHeader(PathDispatch(inner, build_legacy_sse_app(app, services)))
+    legacy = build_legacy_sse_app(app, services)
+    # --stateless keeps the document's behaviour (GET /mcp is 405); the fallback needs sessions.
+    asgi = ApiKeyHeader(PathDispatch(inner, legacy, fallback=not settings.stateless))
     if settings.cors_origins:
         asgi = CORSMiddleware(
             asgi,

@@ -105,11 +105,12 @@ def build_legacy_sse_app(app: FastMCP, services: Services):
 
 
 class PathDispatch:
-    """`/sse` and `/messages/` to the legacy app, everything else (and the lifespan) to
-    Streamable HTTP: one port, one lifespan, one set of outer layers."""
+    """`/sse` and `/messages/` (and `GET /mcp` without a session, the fallback old
+    clients probe) to the legacy app, everything else (and the lifespan) to Streamable
+    HTTP: one port, one lifespan, one set of outer layers."""
 
-    def __init__(self, main, legacy) -> None:
-        self.main, self.legacy = main, legacy
+    def __init__(self, main, legacy, *, fallback: bool = True) -> None:
+        self.main, self.legacy, self.fallback = main, legacy, fallback
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
@@ -117,4 +118,16 @@ class PathDispatch:
             if path.rstrip("/") == SSE_PATH or path.startswith(MESSAGE_PATH.rstrip("/")):
                 await self.legacy(scope, receive, send)
                 return
+            if self.fallback and _legacy_fallback(scope):
+                # An old client probing `GET /mcp` without a session: the SSE handshake.
+                await self.legacy({**scope, "path": SSE_PATH, "raw_path": SSE_PATH.encode()},
+                                  receive, send)  # fmt: skip
+                return
         await self.main(scope, receive, send)
+
+
+def _legacy_fallback(scope) -> bool:
+    if scope["method"] != "GET" or scope["path"].rstrip("/") != "/mcp":
+        return False
+    headers = {k.lower(): v for k, v in scope.get("headers", [])}
+    return b"mcp-session-id" not in headers and b"text/event-stream" in headers.get(b"accept", b"")
