@@ -3,20 +3,17 @@ our implementations (the same containment, reads and all-or-nothing edits)."""
 
 from __future__ import annotations
 
-import base64
 from typing import Annotated
 
 from fastmcp import FastMCP
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import limits
-from ..core.containment import locate
 from ..core.errors import BinaryFileError, EncodingError
-from ..core.textio import read_range
 from ..services import Services
 from .base import DESTRUCTIVE, READ_ONLY, add_tool, bind
 from .editing import PatchEdit, patch
-from .files import PathArg, read_text_answer
+from .files import PathArg, read_binary_file, read_text_answer
 
 
 class PersonaEdit(BaseModel):
@@ -30,25 +27,19 @@ class PersonaEdit(BaseModel):
 def read(
     services: Services,
     path: PathArg,
-    offset: Annotated[int, Field(ge=1, description="First line (text) to return, 1-based.")] = 1,
+    offset: Annotated[
+        int, Field(ge=1, description="Text: first line, 1-based. Binary: first byte, 1-based.")
+    ] = 1,
     limit: Annotated[
-        int, Field(ge=1, description=f"Lines to return (cap {limits.READ_LINES_PER_SEGMENT}).")
+        int,
+        Field(ge=1, description=f"Text: lines to return (cap {limits.READ_LINES_PER_SEGMENT})."),
     ] = limits.READ_LINES_PER_SEGMENT,
-) -> str:
+) -> str | list:
     """Read a file: numbered text lines with offset/limit, or base64 for a binary file."""
     try:
         return read_text_answer(services, path, offset, limit, None)
     except (BinaryFileError, EncodingError):
-        pass
-    ws = services.workspaces.get()
-    start = (offset - 1) * limits.READ_BINARY_CHUNK_BYTES
-    with locate(ws, path) as loc:
-        data, st = read_range(loc, start, limits.READ_BINARY_CHUNK_BYTES)
-    end = start + len(data)
-    header = f"{loc.display}: binary, bytes {start}-{end} of {st.st_size}"
-    if end < st.st_size:
-        header += f" (more: offset={offset + 1})"
-    return f"{header}\nbase64:\n{base64.b64encode(data).decode('ascii')}"
+        return read_binary_file(services, path, offset=offset - 1)
 
 
 def edit(
