@@ -49,6 +49,8 @@ from .osflags import DIR_FLAGS
 from .workspaces import Subpath, Workspace
 
 GIT_DIR_NAME = ".git"
+# Linux: a child can start in an fd's directory through its /proc magic link.
+PROC_FD_CWD = os.path.isdir("/proc/self/fd")
 
 
 class ProtectedPathError(WorkspaceError):
@@ -118,7 +120,10 @@ def root_cwd(ws: Workspace, rel_parts: tuple[str, ...] = ()) -> Iterator[str]:
     """
     fd = open_dir(ws, rel_parts)
     try:
-        yield f"/proc/self/fd/{fd}"
+        if PROC_FD_CWD:
+            yield f"/proc/self/fd/{fd}"
+        else:  # no /proc (macOS): the checked path; a swap in between could move the child
+            yield os.path.join(ws.root, *rel_parts)
     finally:
         os.close(fd)
 

@@ -29,7 +29,7 @@ from ..core.commands import (
     task_argv,
     which,
 )
-from ..core.containment import GIT_DIR_NAME, locate, open_dir, parts_below
+from ..core.containment import GIT_DIR_NAME, PROC_FD_CWD, locate, open_dir, parts_below
 from ..core.errors import InvalidArgumentError, WorkspaceError, WrongTypeError
 from ..core.jobs import Job
 from ..core.process import Child, describe_exit
@@ -123,7 +123,7 @@ class Runner:
         with contextlib.ExitStack() as fds:
             cwd_fd = open_dir(ws, parts_below(ws, cwd))
             fds.callback(os.close, cwd_fd)
-            fd_cwd = f"/proc/self/fd/{cwd_fd}"
+            fd_cwd = f"/proc/self/fd/{cwd_fd}" if PROC_FD_CWD else cwd
             if settings.sandbox != "bwrap":
                 return Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
             top = ws.root if ws.confined else ws.base
