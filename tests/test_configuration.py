@@ -107,3 +107,28 @@ def test_a_bad_configuration_is_refused_before_fastmcp_is_imported(tmp_path: Pat
                              text=True, cwd=tmp_path, timeout=60)  # fmt: skip
         assert out.stdout.strip() == "2 False", (out.stdout, out.stderr)
         assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_positional_directories_are_workspaces(tmp_path: Path) -> None:
+    (tmp_path / "api").mkdir()
+    (tmp_path / "Web App").mkdir()
+    settings = settings_from_sources(
+        [str(tmp_path / "api"), str(tmp_path / "Web App")], {}, "/nonexistent/.env"
+    )
+    assert settings.root == str(tmp_path / "api")
+    assert settings.workspaces == (("web-app", str(tmp_path / "Web App")),)
+    both = settings_from_sources(["--root", str(tmp_path), str(tmp_path / "api")], {}, "x/.env")
+    assert both.root == str(tmp_path) and both.workspaces == (("api", str(tmp_path / "api")),)
+
+
+def test_a_missing_root_says_what_it_resolved_to(tmp_path: Path, monkeypatch) -> None:
+    from agent_workspace_mcp.configuration import preflight
+
+    monkeypatch.chdir(tmp_path)
+    settings = settings_from_sources(["--root", "proj"], {}, "/nonexistent/.env")
+    with pytest.raises(ConfigError) as caught:
+        preflight(settings)
+    assert str(caught.value) == (
+        f'workspace "default" does not exist or is not a directory: proj '
+        f"(resolved to {tmp_path / 'proj'})"
+    )

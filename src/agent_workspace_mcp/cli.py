@@ -55,13 +55,43 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--unconfined: every path on this machine that this user can reach is readable "
             "and writable by the connected agent. There is no workspace boundary."
         )
+    line = ready_line(settings, services, app)
     if settings.http:
         from .transports.http import run_http
 
-        return run_http(app, services)
+        return run_http(app, services, line)
     from .transports.stdio import run_stdio
 
-    return run_stdio(app, services)
+    return run_stdio(app, services, line)
+
+
+def ready_line(settings, services, app) -> str:
+    """One stderr line saying what is served and what the server waits for (issue 14)."""
+    import anyio
+
+    tools = len(anyio.run(app.list_tools))
+    roots = ", ".join(
+        ws.base if not ws.confined else f"{ws.name}={ws.root}" for ws in services.registry
+    )
+    mode = "unconfined" if settings.unconfined else "confined"
+    if not settings.execution_allowed:
+        commands = "commands off over HTTP"
+    elif settings.shell_mode or settings.tasks or settings.unconfined:
+        commands = (
+            f"commands {settings.shell_mode or ('bash' if settings.unconfined else 'run_task')}"
+        )
+    else:
+        commands = "commands off"
+    if settings.sandbox:
+        commands += f" (sandbox {settings.sandbox})"
+    if settings.http:
+        waits = f"serving http://{settings.host}:{settings.port}/mcp"
+    else:
+        waits = "waiting for a client on stdin"
+    return (
+        f"v{package_version()}, {tools} tools, {mode} ({roots}), {commands}, "
+        f"profile {settings.profile}; {waits}"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import types
 import typing
@@ -161,6 +162,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--list-profiles", action=_ListProfiles, help="print each --profile's tools and exit"
     )
+    parser.add_argument(
+        "dirs",
+        nargs="*",
+        metavar="DIR",
+        help="workspaces to serve (the first is the primary, like --root; each other one is "
+        "named after its folder)",
+    )
     groups = {name: parser.add_argument_group(name) for name in GROUPS}
     for name, (opt, info) in options().items():
         group = groups[opt.group]
@@ -254,6 +262,7 @@ def settings_from_sources(
                     raise ConfigError(f"{found[1]}: {found[0]!r} is not one of {allowed}")
                 values[name], sources[name] = mapping[found[0].strip().lower()], found[1]
     _apply_profile(values, sources)
+    _positional_roots(args.get("dirs") or [], values, sources)
     try:
         settings = Settings(**values)
     except ValidationError as exc:
@@ -264,6 +273,28 @@ def settings_from_sources(
     if settings.unconfined and (settings.root is not None or settings.workspaces):
         raise ConfigError("--unconfined cannot be combined with --root or --workspace")
     return settings
+
+
+def _positional_roots(dirs: list[str], values: dict[str, Any], sources: dict[str, str]) -> None:
+    """`agent-workspace-mcp DIR [DIR...]`, the form server-filesystem users type."""
+    if not dirs:
+        return
+    if "root" in values:
+        extra = dirs
+    else:
+        values["root"], sources["root"] = dirs[0], "DIR"
+        extra = dirs[1:]
+    taken = {name for name, _ in values.get("workspaces", ())} | {"default"}
+    pairs = list(values.get("workspaces", ()))
+    for raw in extra:
+        base = os.path.basename(os.path.normpath(os.path.expanduser(raw))).lower()
+        name = re.sub(r"[^a-z0-9_-]+", "-", base).strip("-_") or "ws"
+        candidate, n = name, 2
+        while candidate in taken:
+            candidate, n = f"{name}-{n}", n + 1
+        taken.add(candidate)
+        pairs.append((candidate, raw))
+    values["workspaces"], sources["workspaces"] = tuple(pairs), "DIR"
 
 
 def _apply_profile(values: dict[str, Any], sources: dict[str, str]) -> None:

@@ -52,6 +52,18 @@ def keyed(tmp_path_factory) -> RunningServer:
     server.stop()
 
 
+def test_the_start_up_line_comes_once_the_port_is_bound(keyed: RunningServer, tmp_path) -> None:
+    line = next(x for x in keyed.stderr().splitlines() if x.startswith("agent-workspace-mcp: v"))
+    assert line.endswith(f"serving http://127.0.0.1:{keyed.port}/mcp") and " tools, " in line
+    # The same port again: one error, no false "serving" line, a non-zero exit.
+    busy = subprocess.run(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(tmp_path), "--http",
+         "--port", str(keyed.port), "--token", "tok-0123456789abcdef"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert busy.returncode != 0 and "serving" not in busy.stderr
+
+
 def test_health_needs_no_auth_and_reveals_nothing(keyed: RunningServer) -> None:
     answer = httpx2.get(f"{keyed.base}/health")
     assert answer.status_code == 200

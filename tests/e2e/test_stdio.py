@@ -176,3 +176,19 @@ async def test_unconfined_mode_chdirs_into_workspace_cwd(tmp_path: Path, outside
             .text
         )
         assert text.startswith("1: top secret")
+
+
+def test_a_start_up_line_says_what_is_served(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root), "--read-only"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0 and out.stdout == ""
+    first = out.stderr.splitlines()[0]
+    assert first.startswith("agent-workspace-mcp: v") and ", 14 tools, confined (default=" in first
+    assert str(root.resolve()) in first and first.endswith("waiting for a client on stdin")

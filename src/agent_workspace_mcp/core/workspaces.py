@@ -75,7 +75,8 @@ def _real_dir(raw: str, what: str) -> tuple[str, str]:
     absolute = os.path.abspath(os.path.expanduser(raw))
     real = os.path.realpath(absolute)
     if not os.path.isdir(real):
-        raise ConfigError(f"{what} does not exist or is not a directory: {raw}")
+        shown = raw if raw == absolute else f"{raw} (resolved to {absolute})"
+        raise ConfigError(f"{what} does not exist or is not a directory: {shown}")
     return real, absolute
 
 

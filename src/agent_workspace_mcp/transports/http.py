@@ -237,12 +237,18 @@ def build_http_app(app: FastMCP, services: Services):
     return OriginHostGuard(asgi, hosts, origins)
 
 
-def _quiet_exit_server():
+def _server_class(ready_line: str):
     import uvicorn
 
-    class QuietExit(uvicorn.Server):
-        """uvicorn re-raises a captured SIGTERM after its graceful shutdown, so the process
-        dies with -15 although it stopped cleanly; a clean stop is exit 0 here."""
+    class Server(uvicorn.Server):
+        """Says it serves only once the port is bound (a port in use is one error line,
+        not a false "serving" first), and exits 0 after a clean SIGTERM (uvicorn re-raises
+        the captured signal after its graceful shutdown, which made the process die -15)."""
+
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                say(ready_line)
 
         @contextlib.contextmanager
         def capture_signals(self):
@@ -250,16 +256,14 @@ def _quiet_exit_server():
                 yield
                 self._captured_signals.clear()
 
-    return QuietExit
+    return Server
 
 
-def run_http(app: FastMCP, services: Services) -> int:
+def run_http(app: FastMCP, services: Services, ready_line: str) -> int:
     import uvicorn
 
     settings = services.settings
     asgi = build_http_app(app, services)
-    url = f"http://{settings.host}:{settings.port}{MCP_PATH}"
-    say(f"serving {url}")
     config = uvicorn.Config(
         asgi,
         host=settings.host,
@@ -269,5 +273,6 @@ def run_http(app: FastMCP, services: Services) -> int:
         timeout_graceful_shutdown=3,
         access_log=False,
     )
-    _quiet_exit_server()(config).run()
-    return 0
+    server = _server_class(ready_line)(config)
+    server.run()
+    return 0 if server.started else 2

@@ -30,7 +30,7 @@ def _finish_and_exit(services: Services, reason: str) -> None:
     os._exit(0)
 
 
-def run_stdio(app: FastMCP, services: Services) -> int:
+def run_stdio(app: FastMCP, services: Services, ready_line: str) -> int:
     async def main() -> None:
         async with anyio.create_task_group() as group:
 
@@ -40,6 +40,7 @@ def run_stdio(app: FastMCP, services: Services) -> int:
                         _finish_and_exit(services, signal.Signals(signum).name)
 
             group.start_soon(on_signal)
+            say(ready_line)
             await app.run_stdio_async(show_banner=False, log_level=services.settings.log_level)
             group.cancel_scope.cancel()
 
