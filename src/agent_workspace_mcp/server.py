@@ -174,7 +174,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
             *middleware,
             JournalMiddleware(services),
             AnswerBudgetMiddleware(),
-            ErrorShapingMiddleware(),
+            ErrorShapingMiddleware(remote_exec_off=not settings.execution_allowed),
             ArgumentRepairMiddleware(),
         ],
     )

@@ -26,3 +26,14 @@ async def test_expected_failures_are_one_sentence_without_a_traceback(
 async def test_a_validation_failure_names_the_argument(client: Client, ws: Path) -> None:
     text = await fails(client, "read_file", path="a", offset="not a number")
     assert text.startswith("invalid arguments for read_file: 'offset'")
+
+
+async def test_unknown_tools_say_what_to_do(client: Client) -> None:
+    assert await fails(client, "run_command", command=["ls"]) == (
+        "run_command is off: the operator enables it with --shell (or --shell-any)"
+    )
+    assert await fails(client, "bash", command="ls") == (
+        "bash is off: the operator enables it with --shell-any (or --unconfined)"
+    )
+    assert await fails(client, "read_flie", path="a") == "unknown tool 'read_flie': did you mean read_file?"
+    assert await fails(client, "zzz") == "unknown tool 'zzz': tools/list shows the available tools"

@@ -14,7 +14,7 @@ import logging
 import re
 from typing import Any
 
-from fastmcp.exceptions import ToolError, ValidationError
+from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from pydantic import ValidationError as PydanticValidationError
 
@@ -81,11 +81,46 @@ def describe_validation(tool: str, exc: PydanticValidationError, valid: list[str
     return f"invalid arguments for {tool}: " + "; ".join(problems)
 
 
+# Tools that exist but are off unless the operator enables them, and how.
+ENABLED_BY = {
+    "run_command": "--shell (or --shell-any)",
+    "start_job": "--shell (or --shell-any)",
+    "job_status": "--shell, --shell-any or --tasks",
+    "job_kill": "--shell, --shell-any or --tasks",
+    "run_task": "--tasks (or --shell)",
+    "bash": "--shell-any (or --unconfined)",
+}
+
+
+def unknown_tool(name: str, available: list[str], remote_exec_off: bool) -> str:
+    """One sentence for a tool name we do not serve: how to enable it, or the near miss."""
+    if name in ENABLED_BY:
+        if remote_exec_off:
+            return (
+                f"{name} is off: command tools are off over HTTP unless the operator passes "
+                "--allow-remote-exec"
+            )
+        return f"{name} is off: the operator enables it with {ENABLED_BY[name]}"
+    import difflib
+
+    close = difflib.get_close_matches(name, available, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]}?" if close else "tools/list shows the available tools"
+    return f"unknown tool {name!r}: {hint}"
+
+
 class ErrorShapingMiddleware(Middleware):
+    def __init__(self, remote_exec_off: bool = False) -> None:
+        self.remote_exec_off = remote_exec_off
+
     async def on_call_tool(self, context: MiddlewareContext, call_next):
         name = context.message.name
         try:
             return await call_next(context)
+        except NotFoundError:
+            available = []
+            if context.fastmcp_context is not None:
+                available = [t.name for t in await context.fastmcp_context.fastmcp.list_tools()]
+            raise ToolError(unknown_tool(name, available, self.remote_exec_off)) from None
         except ValidationError as exc:
             cause = exc.__cause__
             if isinstance(cause, PydanticValidationError):
