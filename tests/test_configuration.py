@@ -132,3 +132,24 @@ def test_a_missing_root_says_what_it_resolved_to(tmp_path: Path, monkeypatch) ->
         f'workspace "default" does not exist or is not a directory: proj '
         f"(resolved to {tmp_path / 'proj'})"
     )
+
+
+def test_contradictions_and_bad_urls_are_said(tmp_path: Path) -> None:
+    from agent_workspace_mcp.cli import contradictions
+    from agent_workspace_mcp.configuration import preflight
+
+    none = "/nonexistent/.env"
+    both = settings_from_sources(["--shell", "--read-only"], {}, none)
+    assert contradictions(both) == [
+        "--read-only turns off the command tools that --shell/--tasks asked for"
+    ]
+    assert contradictions(settings_from_sources(["--sandbox", "bwrap"], {}, none)) == [
+        "--sandbox has no effect: no command tool is enabled"
+    ]
+    assert contradictions(settings_from_sources(["--shell"], {}, none)) == []
+    bad = settings_from_sources(
+        ["--root", str(tmp_path), "--http", "--jwks-url", "notaurl", "--jwt-audience", "a"],
+        {}, none,
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"^--jwks-url must be an http\(s\) URL, got 'notaurl'$"):
+        preflight(bad)

@@ -50,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"--no-auth: anyone who can reach {settings.host}:{settings.port} can read and "
             "write the workspace."
         )
+    for warning in contradictions(settings):
+        _warn(warning)
     if settings.unconfined:
         _warn(
             "--unconfined: every path on this machine that this user can reach is readable "
@@ -63,6 +65,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .transports.stdio import run_stdio
 
     return run_stdio(app, services, line)
+
+
+def contradictions(settings) -> list[str]:
+    """Flags that cancel each other: said once, instead of silently dropping one."""
+    found = []
+    asked_exec = settings.shell_mode is not None or settings.tasks
+    if asked_exec and settings.read_only:
+        found.append("--read-only turns off the command tools that --shell/--tasks asked for")
+    # (Command tools asked for over HTTP without --allow-remote-exec: server.build says so.)
+    if settings.sandbox and not (asked_exec or settings.unconfined):
+        found.append("--sandbox has no effect: no command tool is enabled")
+    return found
 
 
 def ready_line(settings, services, app) -> str:

@@ -358,6 +358,8 @@ def _check_http(settings: Settings) -> None:
             "the persona profile serves HTTP with JWT auth: give --jwt-secret, --jwt-public-key "
             "or --jwks-url with --jwt-audience (or --no-auth, loopback only)"
         )
+    if settings.jwks_url is not None and not re.match(r"^https?://[^/\s]+", settings.jwks_url):
+        raise ConfigError(f"--jwks-url must be an http(s) URL, got {settings.jwks_url!r}")
     if jwt:
         sources = (settings.jwt_secret, settings.jwt_public_key, settings.jwks_url)
         if sum(x is not None for x in sources) != 1:

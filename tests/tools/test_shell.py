@@ -321,7 +321,7 @@ async def test_job_max_runtime_tail_and_validation(ws: Path, anyshell: Client) -
     # Too much asked is clamped and said, not refused.
     big = await ok(anyshell, "job_status", jobId=job_id, tailBytes=10_000_000)
     assert big.splitlines()[-1] == "(tailBytes clamped to 262144; the whole log stays on disk)"
-    assert "tick" in big
+    assert "tick" in big and "\n--- the whole log ---\n" in big  # 5 bytes, not "last 262144"
     message = await fails(anyshell, "start_job", command=["sleep", "1"], cwd="../")
     assert message == "path outside workspace root: ../"
     assert "no jobs" not in await ok(anyshell, "job_status")

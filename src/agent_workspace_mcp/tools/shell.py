@@ -428,5 +428,10 @@ def _describe_job(services: Services, job: Job, tail_bytes: int) -> str:
     head += f"\n$ {job.command}"
     if tail_bytes:
         tail = services.jobs.tail(job, tail_bytes).rstrip("\n")
-        head += f"\n--- last {tail_bytes} bytes of the log ---\n{tail or '(no output yet)'}"
+        label = (
+            "the whole log"
+            if job.log.size <= tail_bytes
+            else f"last {tail_bytes} bytes of the log"
+        )
+        head += f"\n--- {label} ---\n{tail or '(no output yet)'}"
     return head
