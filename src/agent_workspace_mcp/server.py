@@ -75,6 +75,9 @@ def _configure_logging(level: str) -> None:
         logger.addHandler(handler)
         logger.propagate = False
     logger.setLevel(level)
+    # The log level governs the framework's loggers too (FastMCP's Rich INFO lines, uvicorn).
+    for name in ("fastmcp", "mcp", "uvicorn", "uvicorn.error", "sse_starlette"):
+        logging.getLogger(name).setLevel(level)
 
 
 def _auth(settings: Settings):

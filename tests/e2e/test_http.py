@@ -55,6 +55,8 @@ def keyed(tmp_path_factory) -> RunningServer:
 def test_the_start_up_line_comes_once_the_port_is_bound(keyed: RunningServer, tmp_path) -> None:
     line = next(x for x in keyed.stderr().splitlines() if x.startswith("agent-workspace-mcp: v"))
     assert line.endswith(f"serving http://127.0.0.1:{keyed.port}/mcp") and " tools, " in line
+    # At the default log level the framework's INFO lines stay quiet too.
+    assert " INFO " not in keyed.stderr() and "INFO:" not in keyed.stderr(), keyed.stderr()
     # The same port again: one error, no false "serving" line, a non-zero exit.
     busy = subprocess.run(
         [sys.executable, "-m", "agent_workspace_mcp", "--root", str(tmp_path), "--http",
@@ -88,6 +90,14 @@ def test_missing_bad_or_query_string_tokens_get_401(
     answer = httpx2.post(keyed.url, json=INIT, headers={**MCP_HEADERS, **headers}, params=params)
     assert answer.status_code == 401
     assert answer.headers["www-authenticate"].startswith("Bearer")
+    # The body says what is missing, in one short JSON sentence.
+    auth = headers.get("authorization", "")
+    expected = (
+        "invalid_token" if auth.startswith("Bearer")
+        else "the Authorization header must be 'Bearer TOKEN'" if auth
+        else "missing credentials: send Authorization"
+    )  # fmt: skip
+    assert answer.json()["error"].startswith(expected), answer.text
 
 
 async def test_api_keys_static_token_and_x_api_key_identify_subjects(keyed: RunningServer) -> None:

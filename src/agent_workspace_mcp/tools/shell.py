@@ -429,9 +429,7 @@ def _describe_job(services: Services, job: Job, tail_bytes: int) -> str:
     if tail_bytes:
         tail = services.jobs.tail(job, tail_bytes).rstrip("\n")
         label = (
-            "the whole log"
-            if job.log.size <= tail_bytes
-            else f"last {tail_bytes} bytes of the log"
+            "the whole log" if job.log.size <= tail_bytes else f"last {tail_bytes} bytes of the log"
         )
         head += f"\n--- {label} ---\n{tail or '(no output yet)'}"
     return head

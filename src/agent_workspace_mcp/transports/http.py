@@ -97,19 +97,55 @@ class OriginHostGuard:
 
 
 class ApiKeyHeader:
-    """`x-api-key: T` counts as `Authorization: Bearer T` (when no Authorization is sent)."""
+    """`x-api-key: T` counts as `Authorization: Bearer T` (when no Authorization is sent),
+    and an empty 401 from the auth layer gets a short JSON body saying what is missing."""
 
     def __init__(self, app) -> None:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http":
-            raw = scope.get("headers", [])
-            names = {k.lower() for k, _ in raw}
-            if b"x-api-key" in names and b"authorization" not in names:
-                key = next(v for k, v in raw if k.lower() == b"x-api-key")
-                scope = {**scope, "headers": [*raw, (b"authorization", b"Bearer " + key)]}
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        raw = scope.get("headers", [])
+        names = {k.lower() for k, _ in raw}
+        authorization = next((v for k, v in raw if k.lower() == b"authorization"), None)
+        sent_credentials = authorization is not None or b"x-api-key" in names
+        if b"x-api-key" in names and b"authorization" not in names:
+            key = next(v for k, v in raw if k.lower() == b"x-api-key")
+            scope = {**scope, "headers": [*raw, (b"authorization", b"Bearer " + key)]}
+        held: dict | None = None
+
+        async def explained(message) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                held = message  # wait for the body: an empty one gets an explanation
+                return
+            if held is not None and message["type"] == "http.response.body":
+                start, held = held, None
+                if not message.get("body") and not message.get("more_body"):
+                    if not sent_credentials:
+                        why = "missing credentials: send Authorization: Bearer TOKEN (or x-api-key)"
+                    elif authorization and not authorization.lower().startswith(b"bearer "):
+                        why = "the Authorization header must be 'Bearer TOKEN'"
+                    else:
+                        why = "invalid or expired token"
+                    body = json.dumps({"error": why}).encode()
+                    headers = [
+                        (k, v) for k, v in start.get("headers", [])
+                        if k.lower() not in (b"content-length", b"content-type")
+                    ]  # fmt: skip
+                    headers += [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ]
+                    await send({**start, "headers": headers})
+                    await send({"type": "http.response.body", "body": body})
+                    return
+                await send(start)
+            await send(message)
+
+        await self.app(scope, receive, explained)
 
 
 @dataclass
