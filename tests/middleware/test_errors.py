@@ -35,5 +35,8 @@ async def test_unknown_tools_say_what_to_do(client: Client) -> None:
     assert await fails(client, "bash", command="ls") == (
         "bash is off: the operator enables it with --shell-any (or --unconfined)"
     )
-    assert await fails(client, "read_flie", path="a") == "unknown tool 'read_flie': did you mean read_file?"
+    assert (
+        await fails(client, "read_flie", path="a")
+        == "unknown tool 'read_flie': did you mean read_file?"
+    )
     assert await fails(client, "zzz") == "unknown tool 'zzz': tools/list shows the available tools"
