@@ -58,7 +58,9 @@ def test_indentation_difference_is_not_applied_but_explained() -> None:
         apply_edit(text, Edit("  if x:\n      return 1", "z"), "f.py")
     message = str(info.value)
     assert message.startswith("oldString not found in f.py; closest match at lines 2-3")
-    assert "indentation differs (the file has 4 spaces, oldString has 2 spaces)" in message
+    assert (
+        "indentation differs at line 2 (the file has 4 spaces, oldString has 2 spaces)" in message
+    )
 
 
 def test_changed_characters_are_not_applied_but_located() -> None:

@@ -127,8 +127,14 @@ async def test_near_miss_that_is_not_safe_is_explained(client: Client, ws: Path)
     )
     assert message == (
         "oldString not found in i.py; closest match at lines 2-3: indentation differs "
-        "(the file has 1 tab, oldString has 4 spaces); copy the exact indentation"
+        "at line 2 (the file has 1 tab, oldString has 4 spaces); copy the exact indentation"
     )
+    # When the first lines agree, the first line that differs is named (not "no
+    # indentation" twice).
+    message = await fails(
+        client, "edit_file", path="i.py", oldString="def f():\n    if x:", newString="z"
+    )
+    assert "indentation differs at line 2 (the file has 1 tab, oldString has 4 spaces)" in message
     assert (ws / "i.py").read_bytes() == before
 
 

@@ -195,11 +195,18 @@ def closest_candidate(text: str, old: str) -> str:
 
 def _difference(found: list[str], wanted: list[str], start: int) -> str:
     if [f.strip() for f in found] == [w.strip() for w in wanted]:
-        f_indent = _indent(found)
-        w_indent = _indent(wanted)
+        # Name the first line whose indentation differs, not just the first line.
+        differing = next(
+            ((i, f, w) for i, (f, w) in enumerate(zip(found, wanted, strict=False))
+             if _indent([f]) != _indent([w])),
+            None,
+        )  # fmt: skip
+        if differing is None:
+            return "only whitespace at line ends differs; copy the exact text"
+        offset, have, want = differing
         return (
-            f"indentation differs (the file has {f_indent}, oldString has {w_indent}); "
-            "copy the exact indentation"
+            f"indentation differs at line {start + offset + 1} (the file has "
+            f"{_indent([have])}, oldString has {_indent([want])}); copy the exact indentation"
         )
     for offset, (have, want) in enumerate(zip(found, wanted, strict=False)):
         if have != want:
