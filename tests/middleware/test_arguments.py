@@ -22,8 +22,9 @@ async def test_array_sent_as_json_string_is_accepted(client: Client, ws: Path) -
     assert answer.startswith("==> a.txt <==\n1: a\n(sha256 ")
     # A string that is not a JSON array stays a validation error.
     message = await fails(client, "read_files", paths="a.txt")
-    assert message.startswith(
-        "invalid arguments for read_files: 'paths': input should be a valid list"
+    assert message == (
+        "invalid arguments for read_files: 'paths' must be a JSON array, "
+        'e.g. ["src/a.py", "src/b.py"]'
     )
 
 

@@ -40,3 +40,22 @@ async def test_unknown_tools_say_what_to_do(client: Client) -> None:
         == "unknown tool 'read_flie': did you mean read_file?"
     )
     assert await fails(client, "zzz") == "unknown tool 'zzz': tools/list shows the available tools"
+
+
+async def test_shape_errors_show_an_example_and_nested_fields(ws: Path) -> None:
+    from agent_workspace_mcp import Settings
+    from tests.conftest import open_client
+
+    async with open_client(Settings(root=str(ws), shell_mode="allowlist")) as c:
+        assert await fails(c, "run_command", command="npm --version") == (
+            "invalid arguments for run_command: 'command' must be a JSON array, "
+            'e.g. ["npm", "--version"]'
+        )
+        await c.call_tool("change_create", {"title": "Try"})
+        text = await fails(
+            c, "task_update", updates=[{"taskId": "T1", "status": "done", "bogus": 1}]
+        )
+        assert text == (
+            "invalid arguments for task_update: unknown argument 'updates[0].bogus' "
+            "(valid: taskId, status, note)"
+        )

@@ -62,16 +62,49 @@ def _arg_name(loc: tuple[Any, ...]) -> str:
     return name
 
 
-def describe_validation(tool: str, exc: PydanticValidationError, valid: list[str]) -> str:
+# One short example of the right shape for arguments that take a list.
+LIST_EXAMPLES = {
+    "command": '["npm", "--version"]',
+    "paths": '["src/a.py", "src/b.py"]',
+    "edits": '[{"path": "a.py", "oldString": "x", "newString": "y"}]',
+    "updates": '[{"taskId": "T1", "status": "done"}]',
+    "tags": '["auth", "todo"]',
+}
+
+
+def _fields_at(schema: dict, loc: tuple) -> list[str]:
+    """The field names valid where `loc` points inside the tool's JSON schema."""
+    defs = schema.get("$defs", {})
+    node = schema
+    for part in loc[:-1]:
+        if "$ref" in node:
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+        if isinstance(part, int) or str(part).isdigit():
+            node = node.get("items", {})
+        else:
+            node = node.get("properties", {}).get(str(part), {})
+    if "$ref" in node:
+        node = defs.get(node["$ref"].rsplit("/", 1)[-1], {})
+    return list(node.get("properties", {}))
+
+
+def describe_validation(tool: str, exc: PydanticValidationError, schema: dict) -> str:
     problems = []
     for error in exc.errors()[:3]:
-        name = _arg_name(tuple(error.get("loc", ())))
+        loc = tuple(
+            p for p in error.get("loc", ()) if p != "call" and not str(p).startswith("call[")
+        )
+        name = _arg_name(loc)
         kind = error.get("type", "")
         if kind == "missing_argument" or kind == "missing":
             problems.append(f"missing required argument '{name}'")
         elif kind == "unexpected_keyword_argument" or kind == "extra_forbidden":
+            valid = _fields_at(schema, loc) if len(loc) > 1 else list(schema.get("properties", {}))
             hint = f" (valid: {', '.join(valid)})" if valid else ""
             problems.append(f"unknown argument '{name}'{hint}")
+        elif kind == "list_type":
+            example = LIST_EXAMPLES.get(str(loc[0]) if loc else "", '["..."]')
+            problems.append(f"'{name}' must be a JSON array, e.g. {example}")
         else:
             message = str(error.get("msg", "is invalid"))
             problems.append(f"'{name}': {message[0].lower() + message[1:]}")
@@ -124,8 +157,8 @@ class ErrorShapingMiddleware(Middleware):
         except ValidationError as exc:
             cause = exc.__cause__
             if isinstance(cause, PydanticValidationError):
-                valid = await self._argument_names(context)
-                raise ToolError(describe_validation(name, cause, valid)) from None
+                schema = await self._parameters(context)
+                raise ToolError(describe_validation(name, cause, schema)) from None
             raise ToolError(f"invalid arguments for {name}: {one_line(str(exc))}") from None
         except ToolError as exc:
             cause = exc.__cause__
@@ -146,9 +179,9 @@ class ErrorShapingMiddleware(Middleware):
             ) from None
 
     @staticmethod
-    async def _argument_names(context: MiddlewareContext) -> list[str]:
+    async def _parameters(context: MiddlewareContext) -> dict:
         ctx = context.fastmcp_context
         if ctx is None:
-            return []
+            return {}
         tool = await ctx.fastmcp.get_tool(context.message.name)
-        return list((tool.parameters or {}).get("properties", {})) if tool else []
+        return (tool.parameters or {}) if tool else {}
