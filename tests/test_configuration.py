@@ -153,3 +153,20 @@ def test_contradictions_and_bad_urls_are_said(tmp_path: Path) -> None:
     )  # fmt: skip
     with pytest.raises(ConfigError, match=r"^--jwks-url must be an http\(s\) URL, got 'notaurl'$"):
         preflight(bad)
+
+
+def test_mistyped_flags_and_directories_get_a_suggestion(tmp_path: Path, capsys) -> None:
+    from agent_workspace_mcp.configuration import preflight
+
+    with pytest.raises(SystemExit) as stopped:
+        settings_from_sources(["--read-onyl"], {}, "/nonexistent/.env")
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        "agent-workspace-mcp: error: unrecognized arguments: --read-onyl; "
+        "did you mean --read-only? (see --help)"
+    )
+    (tmp_path / "project").mkdir()
+    settings = settings_from_sources(["--root", str(tmp_path / "projcet")], {}, "x/.env")
+    with pytest.raises(ConfigError, match=r"; did you mean .*/project\?$"):
+        preflight(settings)

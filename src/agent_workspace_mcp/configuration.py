@@ -113,7 +113,21 @@ def _pair(item: str, opt: Opt, source: str) -> tuple[str, str]:
 
 class _OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{PROG}: error: {message} (see --help)\n")
+        self.exit(2, f"{PROG}: error: {message}{self._suggestion(message)} (see --help)\n")
+
+    def _suggestion(self, message: str) -> str:
+        """`; did you mean --read-only?` for a mistyped flag."""
+        import difflib
+
+        if not message.startswith("unrecognized arguments: "):
+            return ""
+        flags = [s for action in self._actions for s in action.option_strings]
+        for word in message.removeprefix("unrecognized arguments: ").split():
+            if word.startswith("--"):
+                close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1, cutoff=0.7)
+                if close:
+                    return f"; did you mean {close[0]}?"
+        return ""
 
 
 def _help(opt: Opt, info: Any) -> str:

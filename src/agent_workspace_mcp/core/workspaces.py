@@ -76,8 +76,23 @@ def _real_dir(raw: str, what: str) -> tuple[str, str]:
     real = os.path.realpath(absolute)
     if not os.path.isdir(real):
         shown = raw if raw == absolute else f"{raw} (resolved to {absolute})"
-        raise ConfigError(f"{what} does not exist or is not a directory: {shown}")
+        raise ConfigError(
+            f"{what} does not exist or is not a directory: {shown}{_near_dir(absolute)}"
+        )
     return real, absolute
+
+
+def _near_dir(absolute: str) -> str:
+    """`; did you mean /x/project?` for a mistyped directory, from its parent's entries."""
+    import difflib
+
+    parent, name = os.path.split(absolute)
+    try:
+        siblings = [e.name for e in os.scandir(parent) if e.is_dir()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(name, siblings, n=1, cutoff=0.7)
+    return f"; did you mean {os.path.join(parent, close[0])}?" if close else ""
 
 
 class WorkspaceRegistry:
