@@ -24,8 +24,13 @@ def _warn(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["config"]:
+        from .clientconfig import main as config_main
+
+        return config_main(args[1:])
     try:
-        settings = settings_from_sources(argv)
+        settings = settings_from_sources(args)
         if settings.unconfined and settings.cwd:
             try:
                 os.chdir(settings.cwd)

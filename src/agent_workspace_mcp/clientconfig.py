@@ -1,0 +1,84 @@
+"""`agent-workspace-mcp config CLIENT [server options]`: a ready-to-paste client entry.
+
+The entry names the absolute path of the executable that is running now (a checkout's
+venv, pipx, uvx alike) and the given options with every directory made absolute, so it
+works as pasted. The options are checked like a real start first: a snippet for a
+configuration that cannot start is never printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+
+from .configuration import PROG, preflight, settings_from_sources
+from .console import say
+from .core.errors import ConfigError
+from .settings import Settings, options
+
+CLIENTS = ("claude-desktop", "cursor", "claude-code", "opencode", "codex")
+
+
+def server_command() -> list[str]:
+    """How to start this installation: its console script, else `python -m`."""
+    script = os.path.join(os.path.dirname(sys.executable), PROG)
+    if os.path.isfile(script) and os.access(script, os.X_OK):
+        return [script]
+    return [sys.executable, "-m", "agent_workspace_mcp"]
+
+
+def server_args(settings: Settings) -> list[str]:
+    """Flags that reproduce `settings` (directories absolute), from the declaration."""
+    args: list[str] = []
+    if settings.root is not None:
+        args += ["--root", os.path.abspath(os.path.expanduser(settings.root))]
+    for name, path in settings.workspaces:
+        args += ["--workspace", f"{name}={os.path.abspath(os.path.expanduser(path))}"]
+    for name, (opt, info) in options().items():
+        value = getattr(settings, name)
+        if name in ("root", "workspaces") or value == info.default or opt.secret:
+            continue  # secrets never go into a client's config file
+        const = next((flag for flag, v, _ in opt.consts if v == value), None)
+        if const:
+            args.append(const)
+        elif opt.flag is None:
+            continue  # environment-only settings stay in the environment
+        elif isinstance(value, bool):
+            args.append(opt.flag)
+        elif isinstance(value, tuple):
+            for item in value:
+                args += [opt.flag, "=".join(item) if isinstance(item, tuple) else item]
+        else:
+            args += [opt.flag, str(value)]
+    return args
+
+
+def snippet(client: str, command: list[str], args: list[str]) -> str:
+    if client in ("claude-desktop", "cursor"):
+        entry = {"command": command[0], "args": [*command[1:], *args]}
+        return json.dumps({"mcpServers": {"workspace": entry}}, indent=2)
+    if client == "opencode":
+        entry = {"type": "local", "command": [*command, *args], "enabled": True}
+        config = {"$schema": "https://opencode.ai/config.json", "mcp": {"workspace": entry}}
+        return json.dumps(config, indent=2)
+    if client == "codex":
+        rest = ", ".join(json.dumps(a) for a in [*command[1:], *args])
+        return f"[mcp_servers.workspace]\ncommand = {json.dumps(command[0])}\nargs = [{rest}]"
+    return shlex.join(["claude", "mcp", "add", "workspace", "--", *command, *args])
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in CLIENTS:
+        say(f"error: config needs a client: {', '.join(CLIENTS)} (then the server's options)")
+        return 2
+    try:
+        # Only what was given here: the caller's environment (tokens included) stays out.
+        settings = settings_from_sources(argv[1:], environ={}, dotenv_path=os.devnull)
+        preflight(settings)
+    except ConfigError as exc:
+        say(f"error: {exc}")
+        return 2
+    sys.stdout.write(snippet(argv[0], server_command(), server_args(settings)) + "\n")
+    return 0

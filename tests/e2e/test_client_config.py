@@ -1,0 +1,57 @@
+"""`agent-workspace-mcp config CLIENT`: each snippet parses as its client reads it and names
+a command that really starts the server (issue 14)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+CLI = [sys.executable, "-m", "agent_workspace_mcp"]
+
+
+def command_of(client: str, text: str) -> list[str]:
+    if client in ("claude-desktop", "cursor"):
+        entry = json.loads(text)["mcpServers"]["workspace"]
+        return [entry["command"], *entry["args"]]
+    if client == "opencode":
+        return json.loads(text)["mcp"]["workspace"]["command"]
+    if client == "codex":
+        entry = tomllib.loads(text)["mcp_servers"]["workspace"]
+        return [entry["command"], *entry["args"]]
+    argv = shlex.split(text)
+    assert argv[:5] == ["claude", "mcp", "add", "workspace", "--"]
+    return argv[5:]
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "cursor", "claude-code", "opencode", "codex"])
+def test_each_snippet_parses_and_starts_the_server(tmp_path: Path, client: str) -> None:
+    (tmp_path / "proj").mkdir()
+    out = subprocess.run([*CLI, "config", client, "proj", "--read-only"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    argv = command_of(client, out.stdout)
+    assert Path(argv[0]).is_absolute() and Path(argv[0]).exists()
+    assert argv[-3:] == ["--root", str(tmp_path / "proj"), "--read-only"]
+    # Started from anywhere (stdin closed at once), it serves and stops cleanly.
+    started = subprocess.run(argv, cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    assert "14 tools" in started.stderr and str(tmp_path / "proj") in started.stderr
+
+
+def test_config_refuses_what_would_not_start_and_keeps_secrets_out(tmp_path: Path) -> None:
+    out = subprocess.run([*CLI, "config", "cursor", str(tmp_path / "missing")],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 2 and out.stdout == ""
+    assert "does not exist" in out.stderr
+    env_out = subprocess.run(
+        [*CLI, "config", "cursor", str(tmp_path)], capture_output=True, text=True, timeout=60,
+        env={"PATH": "/usr/bin:/bin", "MCP_TOKEN": "tok-secret-value-123456"},
+    )  # fmt: skip
+    assert env_out.returncode == 0 and "tok-secret" not in env_out.stdout
