@@ -29,6 +29,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .clientconfig import main as config_main
 
         return config_main(args[1:])
+    if args[:1] == ["check"]:
+        from .selfcheck import main as check_main
+
+        return check_main(args[1:])
     try:
         settings = settings_from_sources(args)
         if settings.unconfined and settings.cwd:

@@ -55,3 +55,23 @@ def test_config_refuses_what_would_not_start_and_keeps_secrets_out(tmp_path: Pat
         env={"PATH": "/usr/bin:/bin", "MCP_TOKEN": "tok-secret-value-123456"},
     )  # fmt: skip
     assert env_out.returncode == 0 and "tok-secret" not in env_out.stdout
+
+
+def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "a.txt").write_text("hello\n")
+    out = subprocess.run([*CLI, "check", str(tmp_path / "proj")], capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert [line.split(":")[0] for line in lines] == [
+        "ok  start and initialize",
+        "ok  tools/list",
+        "ok  list_files",
+        "ok  read_file a.txt",
+    ]
+    assert lines[1].startswith("ok  tools/list: 30 tools (")
+    failed = subprocess.run([*CLI, "check", str(tmp_path / "proj"), "--tools", "grep"],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert failed.returncode == 1
+    assert failed.stdout.splitlines()[-1].startswith("FAIL list_files: unknown tool 'list_files'")

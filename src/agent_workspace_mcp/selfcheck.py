@@ -1,0 +1,65 @@
+"""`agent-workspace-mcp check [server options]`: start the server as a client would and
+use it: initialize, list tools, list files, read one. One line per step with its time;
+exit 1 with the reason at the first step that fails (exit 2 for bad options)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from .clientconfig import server_args, server_command
+from .configuration import preflight, settings_from_sources
+from .console import say
+from .core.errors import ConfigError
+
+
+def main(argv: list[str]) -> int:
+    try:
+        settings = settings_from_sources(argv, environ={}, dotenv_path=os.devnull)
+        preflight(settings)
+    except ConfigError as exc:
+        say(f"error: {exc}")
+        return 2
+    if settings.http:
+        say("error: check talks to the server over stdio; leave out --http")
+        return 2
+    import anyio
+
+    command = server_command()
+    return anyio.run(_check, command, server_args(settings))
+
+
+async def _check(command: list[str], args: list[str]) -> int:
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    def line(step: str, started: float, detail: str) -> None:
+        sys.stdout.write(f"ok  {step}: {detail} ({(time.monotonic() - started) * 1000:.0f} ms)\n")
+
+    step = "start and initialize"
+    started = time.monotonic()
+    try:
+        transport = StdioTransport(command[0], [*command[1:], *args], keep_alive=False)
+        async with Client(transport, timeout=60) as client:
+            line(step, started, f"{' '.join(command)} answered")
+            step, started = "tools/list", time.monotonic()
+            tools = await client.list_tools()
+            line(step, started, f"{len(tools)} tools")
+            step, started = "list_files", time.monotonic()
+            listing = await client.call_tool("list_files", {"limit": 50})
+            entries = [e for e in listing.content[0].text.splitlines() if e and e[0] != "("]
+            line(step, started, f"{len(entries)} entries")
+            target = next((e for e in entries if not e.endswith("/")), None)
+            if target is None:
+                sys.stdout.write("ok  read_file: nothing to read (no files in the workspace)\n")
+                return 0
+            step, started = f"read_file {target}", time.monotonic()
+            await client.call_tool("read_file", {"path": target})
+            line(step, started, "read")
+    except Exception as exc:
+        sys.stdout.write(
+            f"FAIL {step}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}\n"
+        )
+        return 1
+    return 0
