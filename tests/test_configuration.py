@@ -170,3 +170,12 @@ def test_mistyped_flags_and_directories_get_a_suggestion(tmp_path: Path, capsys)
     settings = settings_from_sources(["--root", str(tmp_path / "projcet")], {}, "x/.env")
     with pytest.raises(ConfigError, match=r"; did you mean .*/project\?$"):
         preflight(settings)
+
+
+def test_unknown_environment_variables_are_warned_about() -> None:
+    from agent_workspace_mcp.configuration import unknown_environment
+
+    assert unknown_environment(
+        {"WORKSPACE_MCP_REDONLY": "1", "WORKSPACE_MCP_ROOT": "/x", "HOME": "/root"}
+    ) == ["WORKSPACE_MCP_REDONLY is not a setting and is ignored; did you mean WORKSPACE_MCP_READ_ONLY?"]
+    assert unknown_environment({"CODING_AGENT_MCP_API_KEYS": "a=b"}) == []

@@ -12,7 +12,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .configuration import PROG, build_parser, package_version, preflight, settings_from_sources
+from .configuration import (
+    PROG,
+    build_parser,
+    package_version,
+    preflight,
+    settings_from_sources,
+    unknown_environment,
+)
 from .console import say
 from .core.errors import ConfigError
 
@@ -59,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"--no-auth: anyone who can reach {settings.host}:{settings.port} can read and "
             "write the workspace."
         )
-    for warning in contradictions(settings):
+    for warning in [*contradictions(settings), *unknown_environment()]:
         _warn(warning)
     if settings.unconfined:
         _warn(

@@ -323,6 +323,24 @@ def _apply_profile(values: dict[str, Any], sources: dict[str, str]) -> None:
         values["http"] = True  # persona: `--port N` means serve HTTP on that port
 
 
+def unknown_environment(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Warnings for our-prefixed variables that no setting reads (likely typos)."""
+    import difflib
+
+    known = {
+        var
+        for opt, _ in options().values()
+        for var in (*opt.env, *(v for v, _ in opt.env_consts), *opt.extra.get("env_values", {}))
+    }
+    warnings = []
+    for name in sorted(os.environ if environ is None else environ):
+        if name.startswith(("WORKSPACE_MCP_", "CODING_AGENT_MCP_")) and name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            warnings.append(f"{name} is not a setting and is ignored{hint}")
+    return warnings
+
+
 # --- checks that need no FastMCP ------------------------------------------------------
 
 
