@@ -190,3 +190,17 @@ async def test_git_child_gets_the_scrubbed_environment_and_a_safe_path(
         assert secret not in seen
     path_line = next(line for line in seen.splitlines() if line.startswith("PATH="))
     assert str(spy_dir) not in path_line
+
+
+async def test_a_symlinked_alternates_file_is_judged_by_its_target_not_read(
+    tmp_path: Path, ws: Path
+) -> None:
+    """`objects/info/alternates` as a link to an outside file: refused without reading it."""
+    git(ws, "init", "-q", "-b", "main")
+    planted = tmp_path / "elsewhere-alternates"
+    planted.write_text(str(ws / ".git" / "objects") + "\n")  # would pass if it were read
+    info = ws / ".git" / "objects" / "info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "alternates").symlink_to(planted)
+    async with open_client(Settings(root=str(ws))) as client:
+        assert await fails(client, "git_log") == REFUSED

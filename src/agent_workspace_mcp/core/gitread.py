@@ -33,14 +33,15 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .containment import GIT_DIR_NAME, open_root, root_cwd
 from .errors import WorkspaceError
-from .limits import GIT_OUTPUT_BYTES, GIT_STATUS_TIMEOUT_SECONDS
-from .osflags import DIR_FLAGS
+from .limits import GIT_ALTERNATES_MAX_BYTES, GIT_OUTPUT_BYTES, GIT_STATUS_TIMEOUT_SECONDS
+from .osflags import DIR_FLAGS, READ_FLAGS
 from .workspaces import Workspace
 
 _SAFE_CONFIG = (
@@ -206,11 +207,19 @@ class GitReader:
 def _alternates(git_dir: str) -> list[str]:
     """Object directories `objects/info/alternates` adds (each read from outside is a leak)."""
     path = os.path.join(git_dir, "objects", "info", "alternates")
+    real = os.path.realpath(path)
+    if real != path:
+        return [real]  # reached through a link: judged by where it leads, never read
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(64 * 1024)
+        fd = os.open(path, READ_FLAGS)
     except OSError:
         return []
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        data = os.read(fd, GIT_ALTERNATES_MAX_BYTES)
+    finally:
+        os.close(fd)
     found = []
     for raw in data.decode("utf-8", "replace").splitlines():
         line = raw.strip()

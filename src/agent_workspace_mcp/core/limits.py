@@ -149,6 +149,7 @@ GIT_LOG_TIMEOUT_SECONDS = 10.0  # ours, like git_status
 GIT_OUTPUT_BYTES = 64 * KIB  # first 32 KiB + last 32 KiB beyond this
 GIT_LOG_DEFAULT = 20  # ours
 GIT_LOG_MAX = 200  # ours
+GIT_ALTERNATES_MAX_BYTES = 64 * KIB  # ours: an alternates file is a few paths
 
 # --- shutdown ------------------------------------------------------------------
 # ours: how long a signal-triggered shutdown waits for cleanup before exiting anyway,

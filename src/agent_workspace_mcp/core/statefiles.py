@@ -65,12 +65,8 @@ def _discard(loc: Located, what: str) -> None:
         os.unlink(loc.name, dir_fd=loc.dir_fd)
     except FileNotFoundError:
         pass
-    except IsADirectoryError:
-        raise WorkspaceError(
-            f"{STATE_DIR_NAME}/{loc.name} is a directory; remove it to let the server use it"
-        ) from None
     except OSError as exc:
-        if exc.errno != errno.EISDIR and exc.errno != errno.EPERM:
+        if exc.errno not in (errno.EISDIR, errno.EPERM):  # Linux says EISDIR, POSIX EPERM
             raise
         raise WorkspaceError(
             f"{STATE_DIR_NAME}/{loc.name} is a directory; remove it to let the server use it"
