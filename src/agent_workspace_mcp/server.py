@@ -136,7 +136,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         jobs=JobRegistry(settings.job_dir or default_job_dir()),
         bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,
         memory=Memory(settings.journal_max_bytes),
-        skills=SkillStore(settings.skills_dir),
+        skills=SkillStore(settings.skills_dir, builtin=settings.builtin_skills),
     )
     audit = AuditLog(settings.audit_log, settings.journal_max_bytes)
     services.shutdown.register("kill running jobs", services.jobs.shutdown)

@@ -107,6 +107,11 @@ class Settings(BaseModel):
         "Agent Skills directory, relative to each root (or absolute)",
         TOOLS, None, ("WORKSPACE_SKILLS_DIR",),
     )] = ".agents/skills"
+    builtin_skills: Annotated[bool, Opt(
+        "do not offer the skills that ship with the package (a project's own skills still "
+        "replace them by name)",
+        TOOLS, "--no-builtin-skills", ("WORKSPACE_MCP_NO_BUILTIN_SKILLS",), negate=True,
+    )] = True
     journal_max_bytes: Annotated[int, Field(ge=1), Opt(
         "journal, notes and audit files rotate past this size (bytes)",
         TOOLS, None, ("WORKSPACE_MCP_JOURNAL_MAX_BYTES",),

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from fastmcp.skills import Skill
 
 from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core.audit import AuditLog
-from agent_workspace_mcp.core.skills import SkillStore
-from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+from agent_workspace_mcp.core.skills import builtin_skills
 from tests.conftest import open_client
 from tests.helpers import fails, ok
 
@@ -58,7 +57,7 @@ def skills_ws(ws: Path) -> Path:
 
 
 async def test_catalog_lists_valid_skills_and_skips_bad_ones(skills_ws: Path, capsys) -> None:
-    async with open_client(Settings(root=str(skills_ws))) as client:
+    async with open_client(Settings(root=str(skills_ws), builtin_skills=False)) as client:
         catalog = (await client.read_resource("resource://skills"))[0].text
         assert catalog.splitlines() == [
             "deploy — Ship the app to production.",
@@ -73,7 +72,7 @@ async def test_catalog_lists_valid_skills_and_skips_bad_ones(skills_ws: Path, ca
 
 
 async def test_skill_tool_returns_instructions_and_bundled_paths(skills_ws: Path) -> None:
-    async with open_client(Settings(root=str(skills_ws))) as client:
+    async with open_client(Settings(root=str(skills_ws), builtin_skills=False)) as client:
         text = await ok(client, "skill", name="deploy")
         assert text.splitlines()[:3] == [
             "# skill: deploy",
@@ -118,12 +117,13 @@ async def test_skills_dir_override_is_contained(ws: Path, outside: Path) -> None
     (custom / "local" / "SKILL.md").write_text(
         "---\nname: local\ndescription: From the override.\n---\nbody\n"
     )
-    async with open_client(Settings(root=str(ws), skills_dir="my-skills")) as client:
+    custom_only = {"builtin_skills": False}
+    async with open_client(Settings(root=str(ws), skills_dir="my-skills", **custom_only)) as client:
         assert (await client.read_resource("resource://skills"))[
             0
         ].text == "local — From the override."
     outside_dir = str(outside.parent / "elsewhere" / ".agents" / "skills")
-    async with open_client(Settings(root=str(ws), skills_dir=outside_dir)) as client:
+    async with open_client(Settings(root=str(ws), skills_dir=outside_dir, **custom_only)) as client:
         assert (await client.read_resource("resource://skills"))[0].text.startswith(
             "(no skills installed"
         )
@@ -132,7 +132,7 @@ async def test_skills_dir_override_is_contained(ws: Path, outside: Path) -> None
 async def test_skills_extension_serves_valid_skills_despite_bad_folders(skills_ws: Path) -> None:
     from fastmcp.skills import SkillsClientExtension
 
-    server = create_server(Settings(root=str(skills_ws)))
+    server = create_server(Settings(root=str(skills_ws), builtin_skills=False))
     async with Client(server, extensions=[SkillsClientExtension()]) as client:
         names = sorted(s.frontmatter.name for s in await client.list_skills())
         assert names == ["deploy", "review"]
@@ -151,7 +151,7 @@ async def test_every_client_sees_the_same_skills(ws: Path) -> None:
 
     write_skill(ws, "fine", "name: fine\ndescription: A valid skill.\n")
     write_skill(ws, "odd", "name: odd\ndescription: Licensed oddly.\nlicense: 3\n")
-    server = create_server(Settings(root=str(ws)))
+    server = create_server(Settings(root=str(ws), builtin_skills=False))
     async with Client(server, extensions=[SkillsClientExtension()]) as client:
         extension = sorted(s.frontmatter.name for s in await client.list_skills())
         catalog = (await client.read_resource("resource://skills"))[0].text
@@ -205,12 +205,73 @@ async def test_instructions_carry_the_session_convention(ws: Path) -> None:
     assert "work_log" in instructions and "recall" in instructions and "remember" in instructions
 
 
-def test_the_repository_ships_real_skills() -> None:
-    registry = WorkspaceRegistry.confined(str(REPO))
-    skills = {s.name: s for s in SkillStore().discover(registry.primary)}
-    assert {"workspace-session", "change-workflow"} <= set(skills)
-    assert "references/next-actions.md" in skills["change-workflow"].files
+def test_the_package_ships_valid_builtin_skills() -> None:
+    skills = {s.name: s for s in builtin_skills()}
+    assert set(skills) == {"workspace-session", "change-workflow"}
+    assert skills["change-workflow"].files == ("references/next-actions.md",)
     assert "remember" in skills["workspace-session"].body
+    # FastMCP accepts them too, so the skills extension serves them.
+    assert all(Skill.from_files(s.contents) for s in skills.values())
+
+
+async def test_builtin_skills_reach_every_project(ws: Path) -> None:
+    from fastmcp.skills import SkillsClientExtension
+
+    server = create_server(Settings(root=str(ws)))
+    async with Client(server, extensions=[SkillsClientExtension()]) as client:
+        catalog = (await client.read_resource("resource://skills"))[0].text.splitlines()
+        assert [line.split(" — ")[0] for line in catalog] == [
+            "change-workflow",
+            "workspace-session",
+        ]
+        assert all(line.endswith(" (built-in)") for line in catalog)
+        text = await ok(client, "skill", name="change-workflow")
+        assert text.startswith("# skill: change-workflow")
+        assert text.endswith(
+            'Bundled files (read one with skill name="change-workflow" file=...):\n'
+            "- references/next-actions.md"
+        )
+        bundled = await ok(
+            client, "skill", name="change-workflow", file="references/next-actions.md"
+        )
+        assert bundled == (builtin_skills()[0].contents["references/next-actions.md"]).decode()
+        assert await fails(
+            client, "skill", name="change-workflow", file="../../pyproject.toml"
+        ) == (
+            'skill "change-workflow" has no bundled file "../../pyproject.toml". '
+            "Files: references/next-actions.md"
+        )
+        names = sorted(s.frontmatter.name for s in await client.list_skills())
+        assert names == ["change-workflow", "workspace-session"]
+        # Nothing was written into the project to make that work.
+        assert not (ws / ".agents").exists()
+
+
+async def test_a_project_skill_replaces_the_builtin_one(ws: Path) -> None:
+    write_skill(
+        ws, "workspace-session", "name: workspace-session\ndescription: Ours.\n", "Local.\n"
+    )
+    (ws / ".agents/skills/workspace-session/notes.md").write_text("local notes\n")
+    async with open_client(Settings(root=str(ws))) as client:
+        catalog = (await client.read_resource("resource://skills"))[0].text.splitlines()
+        # The project's skills come first; the built-in one of the same name is gone.
+        assert catalog[0] == "workspace-session — Ours." and len(catalog) == 2
+        assert catalog[1].startswith("change-workflow — ") and catalog[1].endswith("(built-in)")
+        text = await ok(client, "skill", name="workspace-session")
+        assert "Local." in text and "- .agents/skills/workspace-session/notes.md" in text
+        # Both ways of naming a workspace skill's file work with file=.
+        for path in ("notes.md", ".agents/skills/workspace-session/notes.md"):
+            assert await ok(client, "skill", name="workspace-session", file=path) == "local notes\n"
+
+
+async def test_builtin_skills_can_be_turned_off(ws: Path) -> None:
+    async with open_client(Settings(root=str(ws), builtin_skills=False)) as client:
+        catalog = (await client.read_resource("resource://skills"))[0].text
+        assert catalog == "(no skills installed; add .agents/skills/<name>/SKILL.md)"
+        assert (
+            await fails(client, "skill", name="workspace-session")
+            == 'unknown skill "workspace-session". Available: none installed'
+        )
 
 
 # --- audit -------------------------------------------------------------------------------
@@ -271,10 +332,6 @@ def test_audit_file_rotates(tmp_path: Path) -> None:
 
 async def test_skills_resources_and_prompts_over_stdio(skills_ws: Path) -> None:
     """The official SDK client against the real CLI process."""
-    shutil.copytree(
-        REPO / ".agents" / "skills" / "workspace-session",
-        skills_ws / ".agents" / "skills" / "workspace-session",
-    )
     transport = StdioTransport(
         sys.executable, ["-m", "agent_workspace_mcp", "--root", str(skills_ws)], keep_alive=False
     )

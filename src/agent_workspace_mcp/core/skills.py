@@ -8,6 +8,10 @@ PyYAML's safe loader and validated with the Agent Skills rules (agentskills.io):
 `description` of 1-1024 characters, optional `allowed-tools`. A malformed or oversized
 skill is skipped with one warning on stderr (once per version of the folder) and
 never hides the valid ones or stops the server.
+
+Built-in skills ship inside the package (`agent_workspace_mcp/builtin_skills/`), so every
+user has them without copying anything; they are read once, validated by the same rules,
+and a workspace skill of the same name replaces one.
 """
 
 from __future__ import annotations
@@ -16,7 +20,11 @@ import logging
 import os
 import re
 import stat
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files as package_files
+from importlib.resources.abc import Traversable
 
 from .containment import locate
 from .errors import WorkspaceError
@@ -43,6 +51,7 @@ class SkillInfo:
     files: tuple[str, ...]  # bundled files relative to the folder (SKILL.md excluded)
     allowed_tools: tuple[str, ...] = ()
     workspace: str = "default"
+    builtin: bool = False
     contents: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -84,8 +93,9 @@ def parse_skill_md(text: str, folder_name: str) -> tuple[dict, str]:
 class SkillStore:
     """Discovers skills per call; remembers which broken folders it already warned about."""
 
-    def __init__(self, skills_dir: str = DEFAULT_SKILLS_DIR) -> None:
+    def __init__(self, skills_dir: str = DEFAULT_SKILLS_DIR, *, builtin: bool = True) -> None:
         self.skills_dir = skills_dir
+        self.builtin = builtin
         self._warned: set[tuple[str, float, str]] = set()
 
     def _warn(self, folder: str, mtime: float, reason: str) -> None:
@@ -93,6 +103,9 @@ class SkillStore:
         if key not in self._warned:
             self._warned.add(key)
             log.warning("skipping skill %s: %s", folder, reason)
+
+    def builtins(self) -> tuple[SkillInfo, ...]:
+        return builtin_skills() if self.builtin else ()
 
     def location(self, ws: Workspace) -> str:
         """The skills directory for `ws` as `locate()` takes it."""
@@ -162,30 +175,85 @@ class SkillStore:
                 )
                 return None
             text = _read(folder_fd, "SKILL.md").decode("utf-8", "replace")
+            contents = {rel: _read(folder_fd, rel) for rel in files} if with_contents else {}
             try:
-                meta, body = parse_skill_md(text, name)
+                return _info(name, text, shown, files, contents, workspace=ws.name)
             except SkillProblem as exc:
                 self._warn(shown, mtime, str(exc))
                 return None
-            tools = meta.get("allowed-tools") or ()
-            if isinstance(tools, str):
-                tools = tools.split()
-            contents = {rel: _read(folder_fd, rel) for rel in files} if with_contents else {}
-            return SkillInfo(
-                name=name,
-                description=" ".join(str(meta["description"]).split()),
-                body=body,
-                folder=shown,
-                files=tuple(sorted(rel for rel in files if rel != "SKILL.md")),
-                allowed_tools=tuple(str(t) for t in tools),
-                workspace=ws.name,
-                contents=contents,
-            )
         except OSError as exc:
             self._warn(shown, 0.0, f"unreadable ({exc.strerror})")
             return None
         finally:
             os.close(folder_fd)
+
+
+def _info(
+    name: str,
+    text: str,
+    shown: str,
+    files: Collection[str],
+    contents: dict[str, bytes],
+    *,
+    workspace: str,
+    builtin: bool = False,
+) -> SkillInfo:
+    meta, body = parse_skill_md(text, name)
+    tools = meta.get("allowed-tools") or ()
+    if isinstance(tools, str):
+        tools = tools.split()
+    return SkillInfo(
+        name=name,
+        description=" ".join(str(meta["description"]).split()),
+        body=body,
+        folder=shown,
+        files=tuple(sorted(rel for rel in files if rel != "SKILL.md")),
+        allowed_tools=tuple(str(t) for t in tools),
+        workspace=workspace,
+        builtin=builtin,
+        contents=contents,
+    )
+
+
+@cache
+def builtin_skills() -> tuple[SkillInfo, ...]:
+    """The skills shipped in the package, read once (they change only with the package).
+
+    A broken one is a packaging bug: it is skipped with a warning like any other, and the
+    test suite fails on it.
+    """
+    found = []
+    root = package_files("agent_workspace_mcp") / "builtin_skills"
+    for folder in sorted(root.iterdir(), key=lambda t: t.name):
+        if not folder.is_dir() or not (folder / "SKILL.md").is_file():
+            continue
+        contents = dict(_walk_package(folder, ""))
+        text = contents["SKILL.md"].decode("utf-8", "replace")
+        try:
+            found.append(
+                _info(
+                    folder.name,
+                    text,
+                    f"skill://{folder.name}",
+                    contents,
+                    contents,
+                    workspace="",
+                    builtin=True,
+                )
+            )
+        except SkillProblem as exc:
+            log.warning("skipping built-in skill %s: %s", folder.name, exc)
+    return tuple(found)
+
+
+def _walk_package(folder: Traversable, prefix: str) -> Iterator[tuple[str, bytes]]:
+    for entry in folder.iterdir():
+        if entry.name == "__pycache__":
+            continue
+        if entry.is_dir():
+            yield from _walk_package(entry, f"{prefix}{entry.name}/")
+        elif entry.is_file():
+            yield f"{prefix}{entry.name}", entry.read_bytes()
 
 
 def _scan(folder_fd: int) -> dict[str, tuple[int, float]]:

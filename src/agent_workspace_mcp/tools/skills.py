@@ -13,7 +13,7 @@ from fastmcp.skills import Skill
 from fastmcp.skills.provider import SkillCatalogProvider
 from pydantic import Field, ValidationError
 
-from ..core.errors import NotFoundError
+from ..core.errors import BinaryFileError, NotFoundError
 from ..core.limits import SKILL_FILES_LISTED
 from ..core.skills import SkillInfo
 from ..services import Services
@@ -45,20 +45,23 @@ def _usable(info: SkillInfo) -> Skill | None:
 
 def usable_skills(services: Services, only: str | None = None) -> list[tuple[SkillInfo, Skill]]:
     """The one set of skills every client sees: each workspace's (or only `only`'s), primary
-    first; a name seen twice keeps the first."""
+    first, then the built-in ones; a name seen twice keeps the first, so a project's skill
+    replaces a built-in one of the same name."""
     seen: set[str] = set()
     found = []
     ordered = sorted(services.workspaces, key=lambda ws: not ws.primary)
     if only is not None:
         ordered = [services.workspaces.get(only)]
-    for ws in ordered:
-        for info in services.skills.discover(ws, with_contents=True):
-            if info.name in seen:
-                continue
-            snapshot = _usable(info)
-            if snapshot is not None:
-                seen.add(info.name)
-                found.append((info, snapshot))
+    candidates = [
+        info for ws in ordered for info in services.skills.discover(ws, with_contents=True)
+    ]
+    for info in [*candidates, *services.skills.builtins()]:
+        if info.name in seen:
+            continue
+        snapshot = _usable(info)
+        if snapshot is not None:
+            seen.add(info.name)
+            found.append((info, snapshot))
     return found
 
 
@@ -71,7 +74,12 @@ def catalog_text(skills: list[SkillInfo], primary: str) -> str:
         return "(no skills installed; add .agents/skills/<name>/SKILL.md)"
     lines = []
     for skill in skills:
-        where = "" if skill.workspace == primary else f" (workspace {skill.workspace})"
+        if skill.builtin:
+            where = " (built-in)"
+        elif skill.workspace != primary:
+            where = f" (workspace {skill.workspace})"
+        else:
+            where = ""
         lines.append(f"{skill.name} — {skill.description}{where}")
     return "\n".join(lines)
 
@@ -95,17 +103,22 @@ class TolerantSkillsProvider(SkillCatalogProvider):
 def skill(
     services: Services,
     name: Annotated[str, Field(min_length=1, description="Skill name from resource://skills.")],
+    file: Annotated[
+        str | None, Field(description="A bundled file to read instead, e.g. references/x.md.")
+    ] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Load one Agent Skill: its full instructions plus the paths of its bundled files.
+    """Load one Agent Skill: its full instructions plus the list of its bundled files.
 
-    Read bundled files with read_file. The catalog is the resource://skills resource.
+    Pass file to read one bundled file. The catalog is the resource://skills resource.
     """
     candidates = [info for info, _ in usable_skills(services, workspace)]
     found = next((s for s in candidates if s.name == name), None)
     if found is None:
         available = ", ".join(s.name for s in candidates) or "none installed"
         raise NotFoundError(f'unknown skill "{name}". Available: {available}')
+    if file is not None:
+        return _bundled(found, file)
     parts = [f"# skill: {found.name}", found.description]
     if found.allowed_tools:
         parts.append("allowed tools: " + " ".join(found.allowed_tools))
@@ -113,12 +126,30 @@ def skill(
     parts.append(found.body)
     if found.files:
         parts.append("")
-        parts.append("Bundled files (read them with read_file):")
-        parts.extend(f"- {found.folder}/{rel}" for rel in found.files[:SKILL_FILES_LISTED])
-        if len(found.files) > SKILL_FILES_LISTED:
-            more = len(found.files) - SKILL_FILES_LISTED
+        if found.builtin:
+            parts.append(f'Bundled files (read one with skill name="{found.name}" file=...):')
+            shown = list(found.files)
+        else:
+            parts.append("Bundled files (read them with read_file):")
+            shown = [f"{found.folder}/{rel}" for rel in found.files]
+        parts.extend(f"- {path}" for path in shown[:SKILL_FILES_LISTED])
+        if len(shown) > SKILL_FILES_LISTED:
+            more = len(shown) - SKILL_FILES_LISTED
             parts.append(f"- ... ({more} more; list_files {found.folder})")
     return "\n".join(parts)
+
+
+def _bundled(found: SkillInfo, file: str) -> str:
+    rel = file.removeprefix("./")
+    if found.folder and rel.startswith(f"{found.folder}/"):
+        rel = rel[len(found.folder) + 1 :]  # the path as the skill listing showed it
+    content = found.contents.get(rel)
+    if content is None or rel == "SKILL.md":
+        choices = ", ".join(found.files[:10]) or "none"
+        raise NotFoundError(f'skill "{found.name}" has no bundled file "{file}". Files: {choices}')
+    if b"\0" in content[:8192]:
+        raise BinaryFileError(f"{rel} is a binary file; skills serve text files only")
+    return content.decode("utf-8", "replace")
 
 
 def register(app: FastMCP, services: Services) -> None:
