@@ -177,5 +177,7 @@ def test_unknown_environment_variables_are_warned_about() -> None:
 
     assert unknown_environment(
         {"WORKSPACE_MCP_REDONLY": "1", "WORKSPACE_MCP_ROOT": "/x", "HOME": "/root"}
-    ) == ["WORKSPACE_MCP_REDONLY is not a setting and is ignored; did you mean WORKSPACE_MCP_READ_ONLY?"]
+    ) == [
+        "WORKSPACE_MCP_REDONLY is not a setting and is ignored; did you mean WORKSPACE_MCP_READ_ONLY?"
+    ]
     assert unknown_environment({"CODING_AGENT_MCP_API_KEYS": "a=b"}) == []

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import time
+from typing import TextIO
 
 from .clientconfig import server_args, server_command
-from .configuration import preflight, settings_from_sources
+from .configuration import PROG, preflight, settings_from_sources
 from .console import say
 from .core.errors import ConfigError
+from .core.limits import CHECK_LOG_LINES
 
 
 def main(argv: list[str]) -> int:
@@ -31,6 +34,23 @@ def main(argv: list[str]) -> int:
 
 
 async def _check(command: list[str], args: list[str]) -> int:
+    # The server's stderr (start-up line, audit lines) is kept aside: its start-up line is
+    # shown on success, its last lines on failure, where they usually hold the reason.
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as server_log:
+        code = await _steps(command, args, server_log)
+        server_log.seek(0)
+        said = [line.rstrip() for line in server_log if line.strip()]
+    if code == 0:
+        ready = next((line for line in said if line.startswith(f"{PROG}: v")), None)
+        if ready:
+            sys.stdout.write(f"    {ready}\n")
+    else:
+        for line in said[-CHECK_LOG_LINES:]:
+            sys.stdout.write(f"    server: {line}\n")
+    return code
+
+
+async def _steps(command: list[str], args: list[str], server_log: TextIO) -> int:
     from fastmcp import Client
     from fastmcp.client.transports import StdioTransport
 
@@ -40,7 +60,9 @@ async def _check(command: list[str], args: list[str]) -> int:
     step = "start and initialize"
     started = time.monotonic()
     try:
-        transport = StdioTransport(command[0], [*command[1:], *args], keep_alive=False)
+        transport = StdioTransport(
+            command[0], [*command[1:], *args], keep_alive=False, log_file=server_log
+        )
         async with Client(transport, timeout=60) as client:
             line(step, started, f"{' '.join(command)} answered")
             step, started = "tools/list", time.monotonic()

@@ -69,9 +69,15 @@ def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
         "ok  tools/list",
         "ok  list_files",
         "ok  read_file a.txt",
+        "    agent-workspace-mcp",  # the server's own start-up line, nothing else of its stderr
     ]
     assert lines[1].startswith("ok  tools/list: 30 tools (")
+    assert "audit:" not in out.stdout + out.stderr
     failed = subprocess.run([*CLI, "check", str(tmp_path / "proj"), "--tools", "grep"],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert failed.returncode == 1
-    assert failed.stdout.splitlines()[-1].startswith("FAIL list_files: unknown tool 'list_files'")
+    failed_lines = failed.stdout.splitlines()
+    fail = next(i for i, line in enumerate(failed_lines) if line.startswith("FAIL"))
+    assert failed_lines[fail].startswith("FAIL list_files: unknown tool 'list_files'")
+    # What the server said comes after, where the reason usually is.
+    assert failed_lines[fail + 1].startswith("    server: agent-workspace-mcp: v")

@@ -114,6 +114,7 @@ EDIT_MATCHES_COUNTED = 1000  # occurrences counted before "matches N times" stop
 BWRAP_PROBE_SECONDS = 20.0  # start-up check that bubblewrap can create its namespaces
 JWT_LEEWAY_SECONDS = 30  # issue 8: exp/nbf checked "with small leeway"
 JWKS_FETCH_SECONDS = 10.0  # fetching the issuer's JWKS
+CHECK_LOG_LINES = 5  # `check` shows the server's last stderr lines when a step fails
 DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's results
 
 # --- state (seed) ------------------------------------------------------------------
