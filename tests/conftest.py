@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -10,6 +11,15 @@ import pytest
 from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.core import features
+
+# tests/test_portable.py re-runs the containment and process tests with every Linux-only
+# feature forced off, so the macOS fallbacks run here too.
+PORTABLE = os.environ.get("AWM_TEST_PORTABLE") == "1"
+if PORTABLE:
+    features.PROC_FD_CWD = False
+    features.NAMESPACES = False
+    features.O_PATH = 0
 
 
 @pytest.fixture

@@ -320,3 +320,13 @@ async def test_missing_paths_suggest_the_near_miss(client: Client, ws: Path) -> 
         "not found: src/utils.pyy (did you mean src/utils.py?)"
     )
     assert await fails(client, "read_file", path="src/zzz.rs") == "not found: src/zzz.rs"
+    # A missing parent directory gets the corrected path too.
+    assert await fails(client, "read_file", path="sc/utils.py") == (
+        "sc/utils.py: parent directory not found (did you mean src/utils.py?)"
+    )
+    assert await fails(client, "list_files", path="SRC/deeper") == (
+        "SRC/deeper: parent directory not found (did you mean src/deeper?)"
+    )
+    assert await fails(client, "read_file", path="nothing/like/it.py") == (
+        "nothing/like/it.py: parent directory not found"
+    )

@@ -12,9 +12,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from . import features
 from .errors import ConfigError, InvalidArgumentError
 from .limits import BWRAP_PROBE_SECONDS
 
@@ -195,6 +197,11 @@ def bwrap_prefix(
 
 def check_bwrap() -> str:
     """The bwrap binary, proven able to create its namespaces here; else one clear line."""
+    if not features.NAMESPACES:
+        raise ConfigError(
+            f"--sandbox bwrap needs Linux (bubblewrap uses Linux namespaces; this is "
+            f"{sys.platform}): leave it out, or run the server in a Linux VM or container"
+        )
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise ConfigError(

@@ -36,6 +36,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from . import features
 from .errors import (
     InvalidPathError,
     NotFoundError,
@@ -45,12 +46,11 @@ from .errors import (
     describe_os_error,
 )
 from .limits import PATH_MAX_CHARS, STATE_DIR_NAME, SYMLINK_HOPS
+from .nearmiss import closest_entry
 from .osflags import DIR_FLAGS
 from .workspaces import Subpath, Workspace
 
 GIT_DIR_NAME = ".git"
-# Linux: a child can start in an fd's directory through its /proc magic link.
-PROC_FD_CWD = os.path.isdir("/proc/self/fd")
 
 
 class ProtectedPathError(WorkspaceError):
@@ -112,7 +112,8 @@ def open_dir(ws: Workspace, rel_parts: tuple[str, ...] = ()) -> int:
 
 @contextlib.contextmanager
 def root_cwd(ws: Workspace, rel_parts: tuple[str, ...] = ()) -> Iterator[str]:
-    """A working directory for a child process: `/proc/self/fd/N` of the checked directory.
+    """A working directory for a child process: `/proc/self/fd/N` of the checked directory
+    (the checked path where there is no /proc; see core.features).
 
     The kernel resolves that magic link to the directory object itself, so the child
     starts exactly where the walk ended, whatever is renamed or swapped meanwhile.
@@ -120,12 +121,20 @@ def root_cwd(ws: Workspace, rel_parts: tuple[str, ...] = ()) -> Iterator[str]:
     """
     fd = open_dir(ws, rel_parts)
     try:
-        if PROC_FD_CWD:
-            yield f"/proc/self/fd/{fd}"
-        else:  # no /proc (macOS): the checked path; a swap in between could move the child
-            yield os.path.join(ws.root, *rel_parts)
+        yield features.fd_path(fd, os.path.join(ws.root, *rel_parts))
     finally:
         os.close(fd)
+
+
+def _parent_hint(shown: str, missing: str, dir_fd: int) -> str:
+    """` (did you mean src/a.py?)` when the missing directory has a close sibling."""
+    match = closest_entry(dir_fd, missing)
+    if match is None:
+        return ""
+    segments = shown.split("/")
+    if segments.count(missing) == 1:  # name the whole corrected path the caller can reuse
+        return f" (did you mean {'/'.join(match if s == missing else s for s in segments)}?)"
+    return f" (no directory {missing}; did you mean {match}?)"
 
 
 def parts_below(ws: Workspace, real_abs: str) -> tuple[str, ...]:
@@ -452,7 +461,8 @@ def _walk(
                         ws, fds.pop(), name, (*names, *missing), shown, missing=missing[:-1]
                     )
                 if not create_parents:
-                    raise NotFoundError(f"{shown}: parent directory not found") from None
+                    hint = _parent_hint(shown, comp, fds[-1])
+                    raise NotFoundError(f"{shown}: parent directory not found{hint}") from None
                 # A symlink may have led the walk into .git: nothing is created there.
                 reason = protected_reason(ws, (*names, comp), shown) if write else None
                 if reason:

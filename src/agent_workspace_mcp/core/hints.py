@@ -1,19 +1,17 @@
 """Near-miss hints: when a path does not exist, name the closest entry that does.
 
 An agent that typed `src/utlis.py` fixes its call in one step when the answer says
-`did you mean src/utils.py?`. Only the directory the caller already named is looked at
-(through its open fd), so a hint never reveals anything outside what it could list.
+`did you mean src/utils.py?` (a missing parent directory gets the same from the walk
+itself, see containment). Only the directory the caller already named is looked at.
 """
 
 from __future__ import annotations
 
-import difflib
-import os
 import posixpath
 
 from .containment import Located
 from .errors import NotFoundError
-from .limits import HINT_DIR_ENTRIES
+from .nearmiss import closest_entry
 
 
 def not_found(loc: Located) -> NotFoundError:
@@ -28,19 +26,8 @@ def not_found(loc: Located) -> NotFoundError:
 def closest_sibling(loc: Located) -> str | None:
     if loc.is_root or loc.dir_fd < 0:
         return None
-    try:
-        names = os.listdir(loc.dir_fd)
-    except OSError:
+    match = closest_entry(loc.dir_fd, loc.name)
+    if match is None:
         return None
-    if len(names) > HINT_DIR_ENTRIES:
-        return None
-    lowered = {n.lower(): n for n in names}
-    if loc.name.lower() in lowered:  # only the case differs
-        match = lowered[loc.name.lower()]
-    else:
-        close = difflib.get_close_matches(loc.name, names, n=1, cutoff=0.75)
-        if not close:
-            return None
-        match = close[0]
     parent = posixpath.dirname(loc.display)
     return posixpath.join(parent, match) if parent and parent != "." else match

@@ -21,7 +21,7 @@ from fastmcp import Context, FastMCP
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from ..core import activity, limits
+from ..core import activity, features, limits
 from ..core.commands import (
     DEFAULT_ALLOWLIST,
     Policy,
@@ -29,7 +29,7 @@ from ..core.commands import (
     task_argv,
     which,
 )
-from ..core.containment import GIT_DIR_NAME, PROC_FD_CWD, locate, open_dir, parts_below
+from ..core.containment import GIT_DIR_NAME, locate, open_dir, parts_below
 from ..core.errors import InvalidArgumentError, WorkspaceError, WrongTypeError
 from ..core.jobs import Job
 from ..core.process import Child, describe_exit
@@ -77,7 +77,8 @@ def _protected_fds(ws: Workspace, top: str, allow_git: bool) -> list[tuple[int, 
             with locate(ws, rel) as loc:
                 if loc.lstat() is None:
                     continue
-                fd = os.open(loc.name, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=loc.dir_fd)
+                flags = features.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+                fd = os.open(loc.name, flags, dir_fd=loc.dir_fd)
                 found.append((fd, loc.real_abs))
         except (WorkspaceError, OSError):
             continue  # missing, or leading outside the root (which is read-only anyway)
@@ -123,7 +124,7 @@ class Runner:
         with contextlib.ExitStack() as fds:
             cwd_fd = open_dir(ws, parts_below(ws, cwd))
             fds.callback(os.close, cwd_fd)
-            fd_cwd = f"/proc/self/fd/{cwd_fd}" if PROC_FD_CWD else cwd
+            fd_cwd = features.fd_path(cwd_fd, cwd)
             if settings.sandbox != "bwrap":
                 return Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
             top = ws.root if ws.confined else ws.base
