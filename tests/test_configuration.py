@@ -181,3 +181,28 @@ def test_unknown_environment_variables_are_warned_about() -> None:
         "WORKSPACE_MCP_REDONLY is not a setting and is ignored; did you mean WORKSPACE_MCP_READ_ONLY?"
     ]
     assert unknown_environment({"CODING_AGENT_MCP_API_KEYS": "a=b"}) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["claude"], "unknown client 'claude'; did you mean claude-code or claude-desktop?"),
+        (["curser", "."], "unknown client 'curser'; did you mean cursor?"),
+        (
+            ["zed"],
+            "unknown client 'zed'; choose claude-desktop, cursor, claude-code, opencode, codex, "
+            "vscode",
+        ),
+        (
+            ["--root", "."],
+            "config needs a client first: claude-desktop, cursor, claude-code, "
+            "opencode, codex, vscode (then the server's options)",
+        ),
+    ],
+)
+def test_config_names_the_client_it_did_not_know(argv: list[str], said: str, capsys) -> None:
+    from agent_workspace_mcp import clientconfig
+
+    assert clientconfig.main(argv) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == f"agent-workspace-mcp: error: {said}\n"

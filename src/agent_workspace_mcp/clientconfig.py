@@ -8,6 +8,7 @@ configuration that cannot start is never printed.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import shlex
@@ -18,7 +19,7 @@ from .console import say
 from .core.errors import ConfigError
 from .settings import Settings, options
 
-CLIENTS = ("claude-desktop", "cursor", "claude-code", "opencode", "codex")
+CLIENTS = ("claude-desktop", "cursor", "claude-code", "opencode", "codex", "vscode")
 
 
 def server_command() -> list[str]:
@@ -59,6 +60,9 @@ def snippet(client: str, command: list[str], args: list[str]) -> str:
     if client in ("claude-desktop", "cursor"):
         entry = {"command": command[0], "args": [*command[1:], *args]}
         return json.dumps({"mcpServers": {"workspace": entry}}, indent=2)
+    if client == "vscode":  # .vscode/mcp.json (VS Code's own "servers" key and "type")
+        entry = {"type": "stdio", "command": command[0], "args": [*command[1:], *args]}
+        return json.dumps({"servers": {"workspace": entry}}, indent=2)
     if client == "opencode":
         entry = {"type": "local", "command": [*command, *args], "enabled": True}
         config = {"$schema": "https://opencode.ai/config.json", "mcp": {"workspace": entry}}
@@ -71,7 +75,13 @@ def snippet(client: str, command: list[str], args: list[str]) -> str:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in CLIENTS:
-        say(f"error: config needs a client: {', '.join(CLIENTS)} (then the server's options)")
+        choices = ", ".join(CLIENTS)
+        if not argv or argv[0].startswith("-"):
+            say(f"error: config needs a client first: {choices} (then the server's options)")
+        else:
+            close = difflib.get_close_matches(argv[0], CLIENTS, n=2, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(close)}?" if close else f"; choose {choices}"
+            say(f"error: unknown client {argv[0]!r}{hint}")
         return 2
     try:
         # Only what was given here: the caller's environment (tokens included) stays out.

@@ -21,6 +21,10 @@ def command_of(client: str, text: str) -> list[str]:
         return [entry["command"], *entry["args"]]
     if client == "opencode":
         return json.loads(text)["mcp"]["workspace"]["command"]
+    if client == "vscode":
+        entry = json.loads(text)["servers"]["workspace"]
+        assert entry["type"] == "stdio"
+        return [entry["command"], *entry["args"]]
     if client == "codex":
         entry = tomllib.loads(text)["mcp_servers"]["workspace"]
         return [entry["command"], *entry["args"]]
@@ -29,7 +33,9 @@ def command_of(client: str, text: str) -> list[str]:
     return argv[5:]
 
 
-@pytest.mark.parametrize("client", ["claude-desktop", "cursor", "claude-code", "opencode", "codex"])
+@pytest.mark.parametrize(
+    "client", ["claude-desktop", "cursor", "claude-code", "opencode", "codex", "vscode"]
+)
 def test_each_snippet_parses_and_starts_the_server(tmp_path: Path, client: str) -> None:
     (tmp_path / "proj").mkdir()
     out = subprocess.run([*CLI, "config", client, "proj", "--read-only"], cwd=tmp_path,
