@@ -3,7 +3,8 @@
 Each prompt is a script for the model: what to ask the user (one question at a time),
 what to check, and which tool call finishes the job. They are plain text, so every
 client that lists prompts (Claude Code shows them as `/mcp__<server>__<name>`) can use
-them; nothing here depends on elicitation support.
+them; nothing here depends on elicitation support. Descriptions are given explicitly,
+never as docstrings: FastMCP parses a docstring with griffe, which costs start-up time.
 """
 
 from typing import Annotated
@@ -19,7 +20,12 @@ from .services import Services
 def register(app: FastMCP, services: Services) -> None:
     skills_dir = services.skills.skills_dir or DEFAULT_SKILLS_DIR
 
-    @app.prompt(name="resume", title="Resume work in this workspace")
+    @app.prompt(
+        name="resume",
+        title="Resume work in this workspace",
+        description="Recover context (recent activity, notes, the active change) and propose "
+        "a short plan.",
+    )
     def resume(
         focus: Annotated[
             str | None, Field(description="What you want to get back to, if known.")
@@ -28,7 +34,6 @@ def register(app: FastMCP, services: Services) -> None:
             str | None, Field(description="Workspace name (default: the primary).")
         ] = None,
     ) -> list[Message]:
-        """Recover context (recent activity, notes, the active change) and propose a short plan."""
         target = f' with workspace="{workspace}"' if workspace else ""
         focus_line = f"The user wants to focus on: {focus}\n" if focus else ""
         return [
@@ -47,16 +52,19 @@ def register(app: FastMCP, services: Services) -> None:
 
     @app.completion
     def complete(ref, argument, context):
-        """Workspace names for any prompt's `workspace` argument."""
+        # Workspace names for any prompt's `workspace` argument.
         if getattr(ref, "type", "") == "ref/prompt" and argument.name == "workspace":
             return [ws.name for ws in services.workspaces if ws.name.startswith(argument.value)]
         return None
 
-    @app.prompt(name="new_skill", title="Write a new Agent Skill")
+    @app.prompt(
+        name="new_skill",
+        title="Write a new Agent Skill",
+        description="Interview the user (goal, when to use it, steps) and write a valid SKILL.md.",
+    )
     def new_skill(
         goal: Annotated[str | None, Field(description="What the skill should help with.")] = None,
     ) -> list[Message]:
-        """Interview the user (goal, when to use it, steps) and write a valid SKILL.md."""
         start = f"The user already said the goal is: {goal}\n" if goal else ""
         return [
             Message(
@@ -81,11 +89,14 @@ def register(app: FastMCP, services: Services) -> None:
             )
         ]
 
-    @app.prompt(name="plan_change", title="Plan a change")
+    @app.prompt(
+        name="plan_change",
+        title="Plan a change",
+        description="Turn a goal into a tracked change: proposal, then tasks.",
+    )
     def plan_change(
         goal: Annotated[str, Field(description="What the change should achieve.")],
     ) -> list[Message]:
-        """Turn a goal into a tracked change: proposal, then tasks."""
         return [
             Message(
                 f"Plan a tracked change for this goal: {goal}\n\n"

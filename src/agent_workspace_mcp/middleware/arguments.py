@@ -7,12 +7,14 @@
    which Claude-Code-style agents send. Only the camelCase name is advertised; an
    unknown snake_case key whose camelCase form is a known, absent property is renamed.
 
-Both rules only ever turn an invalid call into a valid one; a valid call is untouched.
+Both rules only ever turn an invalid call into a valid one: they run only after
+validation refused a call, and the call is retried once with the repaired arguments.
 """
 
 import json
 from typing import Any
 
+from fastmcp.exceptions import ValidationError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 
@@ -79,15 +81,29 @@ def _repair_object(
 
 
 class ArgumentRepairMiddleware(Middleware):
+    """Repairs only calls that failed validation, then retries once: a valid call pays
+    nothing (no second tool lookup) and is never touched."""
+
     async def on_call_tool(self, context: MiddlewareContext, call_next):
-        message = context.message
-        arguments = message.arguments
+        try:
+            return await call_next(context)
+        except ValidationError:
+            fixed = await self._repaired(context)
+            if fixed is None:
+                raise
+        message = context.message.model_copy(update={"arguments": fixed})
+        return await call_next(context.copy(message=message))
+
+    @staticmethod
+    async def _repaired(context: MiddlewareContext) -> dict[str, Any] | None:
+        """The repaired arguments, or None when repair changes nothing."""
+        arguments = context.message.arguments
         ctx = context.fastmcp_context
-        if arguments and ctx is not None:
-            tool = await ctx.fastmcp.get_tool(message.name)
-            if tool is not None:
-                schema = tool.parameters or {}
-                fixed = _repair_object(arguments, schema, schema.get("$defs", {}))
-                if fixed != arguments:
-                    context = context.copy(message=message.model_copy(update={"arguments": fixed}))
-        return await call_next(context)
+        if not arguments or ctx is None:
+            return None
+        tool = await ctx.fastmcp.get_tool(context.message.name)
+        if tool is None:
+            return None
+        schema = tool.parameters or {}
+        fixed = _repair_object(arguments, schema, schema.get("$defs", {}))
+        return fixed if fixed != arguments else None

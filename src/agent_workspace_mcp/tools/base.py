@@ -72,6 +72,18 @@ def add_tool(
     tags = {READ_TAG if annotations.read_only_hint else WRITE_TAG}
     if journal if journal is not None else not annotations.read_only_hint:
         tags.add(JOURNAL_TAG)
+    # The docstring becomes an explicit description: FastMCP would otherwise parse it
+    # with griffe (the largest part of building the server). `fn` is bind()'s wrapper,
+    # so the tool function itself keeps its docstring.
+    description = inspect.getdoc(fn)
+    fn.__doc__ = None
     # output_schema=None: a `-> str` tool would otherwise also send its text as
     # structuredContent, doubling every answer on the wire.
-    app.tool(fn, annotations=annotations, title=title, tags=tags, output_schema=None)
+    app.tool(
+        fn,
+        annotations=annotations,
+        title=title,
+        tags=tags,
+        output_schema=None,
+        description=description,
+    )

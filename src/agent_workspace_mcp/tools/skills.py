@@ -158,23 +158,23 @@ def register(app: FastMCP, services: Services) -> None:
     add_tool(app, bind(skill, services), annotations=READ_ONLY, title="Load skill")
 
     def skills_catalog() -> str:
-        """Installed Agent Skills, one per line: name — description."""
         return catalog_text(all_skills(services), primary.name)
 
     def cwd() -> str:
-        """The primary workspace root (the process cwd in unconfined mode)."""
         current = services.workspaces.get()  # a subpath-bound session sees its own root
         return shown_root(services, current)
 
     def workspaces() -> str:
-        """The configured workspaces, as workspace_list shows them."""
         return render_workspaces(services)
 
-    for uri, name, fn in (
-        ("resource://skills", "skills", skills_catalog),
-        ("resource://cwd", "cwd", cwd),
-        ("resource://workspaces", "workspaces", workspaces),
-    ):
-        app.resource(uri, name=name, mime_type="text/plain")(fn)
+    for uri, name, fn, description in (
+        ("resource://skills", "skills", skills_catalog,
+         "Installed Agent Skills, one per line: name — description."),
+        ("resource://cwd", "cwd", cwd,
+         "The primary workspace root (the process cwd in unconfined mode)."),
+        ("resource://workspaces", "workspaces", workspaces,
+         "The configured workspaces, as workspace_list shows them."),
+    ):  # fmt: skip
+        app.resource(uri, name=name, mime_type="text/plain", description=description)(fn)
 
     app.add_provider(TolerantSkillsProvider(services))

@@ -1,0 +1,186 @@
+"""Per-call overhead over stdio, the cost of durable writes, and the size of tools/list.
+
+Floors are measured in the same run and the same way, so the ratios survive a noisy
+machine:
+- per call: a bare FastMCP server with one trivial synchronous tool, spawned over stdio
+  and called through the same client as ours (our server runs as users run it, with the
+  default audit line on stderr, sent to /dev/null here);
+- writes: the same `write_file` with and without fsync is measured in-process (the core
+  write path with `os.fsync` as a no-op), so durability is reported as its own figure;
+- tools/list: bytes of the JSON result, per tool, and where they go.
+
+    python bench/overhead.py [--calls 400] [--json bench/results/overhead.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
+
+BARE_SERVER = """
+from fastmcp import FastMCP
+mcp = FastMCP("bare")
+@mcp.tool
+def echo(text: str) -> str:
+    return text
+mcp.run(show_banner=False)
+"""
+
+TEN_KB = "".join(f"line {i:05d} of the ten kilobyte file\n" for i in range(300))[:10_240]
+
+
+async def median_ms(client: Client, tool: str, args: dict, calls: int) -> float:
+    for _ in range(30):  # warm-up
+        await client.call_tool(tool, args)
+    samples = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        await client.call_tool(tool, args)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+def stdio(argv: list[str]) -> Client:
+    log = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the transport
+    return Client(StdioTransport(argv[0], argv[1:], keep_alive=False, log_file=log))
+
+
+async def per_call(root: Path, calls: int) -> list[dict]:
+    ours_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]
+    bare_argv = [sys.executable, "-c", BARE_SERVER]
+    cases = [
+        ("workspace_list", {}),
+        ("read_file", {"path": "src/app.py"}),
+        ("write_file", {"path": "out/ten_kb.txt", "content": TEN_KB}),
+        ("edit_file", None),  # alternating edits, filled in below
+    ]
+    rows = []
+    async with stdio(bare_argv) as bare, stdio(ours_argv) as ours:
+        # Interleave floor and subject per case so background load hits both alike.
+        for tool, args in cases:
+            floor = await median_ms(bare, "echo", {"text": "x"}, calls)
+            if tool == "edit_file":
+                ms = await edit_round_trips(ours, calls)
+            else:
+                ms = await median_ms(ours, tool, args, calls)
+            rows.append({"case": tool, "floor_ms": floor, "ms": ms, "ratio": ms / floor})
+    return rows
+
+
+async def edit_round_trips(client: Client, calls: int) -> float:
+    samples = []
+    for i in range(calls + 30):
+        old, new = ("alpha", "omega") if i % 2 == 0 else ("omega", "alpha")
+        started = time.perf_counter()
+        await client.call_tool(
+            "edit_file", {"path": "src/edit.py", "oldString": old, "newString": new}
+        )
+        if i >= 30:
+            samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
+
+
+async def durability(root: Path, calls: int) -> dict:
+    """The same write_file in-process, with and without fsync."""
+    from agent_workspace_mcp import Settings, create_server
+
+    server = create_server(Settings(root=str(root), audit=False))
+    args = {"path": "out/durable.txt", "content": TEN_KB}
+    async with Client(server) as client:
+        with_fsync = await median_ms(client, "write_file", args, calls)
+        real_fsync = os.fsync
+        os.fsync = lambda fd: None
+        try:
+            without = await median_ms(client, "write_file", args, calls)
+        finally:
+            os.fsync = real_fsync
+    return {
+        "with_fsync_ms": with_fsync,
+        "without_fsync_ms": without,
+        "durability_ms": with_fsync - without,
+    }
+
+
+async def tools_list(root: Path) -> dict:
+    async with stdio([sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]) as c:
+        result = await c.list_tools_mcp()
+    payload = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    tools = payload["tools"]
+    size = len(json.dumps(payload, separators=(",", ":")))
+
+    def part(key: str) -> int:
+        return sum(len(json.dumps(t.get(key), separators=(",", ":"))) for t in tools if key in t)
+
+    workspace_arg = sum(
+        len(json.dumps(t["inputSchema"]["properties"]["workspace"], separators=(",", ":")))
+        for t in tools
+        if "workspace" in t["inputSchema"].get("properties", {})
+    )
+    return {
+        "tools": len(tools),
+        "bytes": size,
+        "bytes_per_tool": size / len(tools),
+        "input_schemas": part("inputSchema"),
+        "descriptions": part("description"),
+        "annotations": part("annotations"),
+        "meta": part("_meta"),
+        "output_schemas": part("outputSchema"),
+        "workspace_argument": workspace_arg,
+    }
+
+
+async def run(calls: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "ws"
+        (root / "src").mkdir(parents=True)
+        (root / "src" / "app.py").write_text("".join(f"line {i} = {i}\n" for i in range(200)))
+        (root / "src" / "edit.py").write_text("x = 'alpha'\n" + "pass\n" * 200)
+        return {
+            "per_call": await per_call(root, calls),
+            "durability": await durability(root, calls // 2),
+            "tools_list": await tools_list(root),
+        }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--json", default="bench/results/overhead.json")
+    args = parser.parse_args()
+    results = asyncio.run(run(args.calls))
+    print(f"{'per call over stdio':24} {'floor ms':>9} {'ours ms':>8} {'ratio':>7}")
+    for row in results["per_call"]:
+        print(f"{row['case']:24} {row['floor_ms']:9.2f} {row['ms']:8.2f} {row['ratio']:6.2f}x")
+    d = results["durability"]
+    print(
+        f"write_file in-process: {d['with_fsync_ms']:.2f} ms with fsync, "
+        f"{d['without_fsync_ms']:.2f} ms without (durability {d['durability_ms']:.2f} ms)"
+    )
+    t = results["tools_list"]
+    print(
+        f"tools/list: {t['bytes']} bytes for {t['tools']} tools "
+        f"({t['bytes_per_tool']:.0f} B/tool); "
+        f"schemas {t['input_schemas']}, descriptions {t['descriptions']}, annotations "
+        f"{t['annotations']}, _meta {t['meta']}, outputSchema {t['output_schemas']}, "
+        f"workspace argument {t['workspace_argument']}"
+    )
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"benchmark": "overhead", "cpus": os.cpu_count(), **results}
+    out.write_text(json.dumps(payload, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
