@@ -2,7 +2,8 @@
 
 INSTRUCTIONS = """\
 Workspace tools for reading, searching and editing files in the configured project \
-workspaces. Paths are workspace-relative; call workspace_list to see the workspaces \
+workspaces. Paths are workspace-relative (absolute paths inside a workspace work \
+too); call workspace_list to see the workspaces \
 and pass `workspace` to target one other than the primary.
 
 Reading: read_file returns numbered lines `N: text`; when an answer is truncated it \

@@ -28,6 +28,7 @@ from .middleware.audit import AuditMiddleware
 from .middleware.budget import AnswerBudgetMiddleware
 from .middleware.errors import ErrorShapingMiddleware, quiet_expected_failures
 from .middleware.journal import JournalMiddleware
+from .middleware.lean_list import LeanToolListMiddleware
 from .middleware.sessions import SubpathMiddleware
 from .requestctx import WRITE_TAG, current_subject
 from .services import Services
@@ -179,6 +180,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
             AnswerBudgetMiddleware(),
             ErrorShapingMiddleware(remote_exec_off=not settings.execution_allowed),
             ArgumentRepairMiddleware(),
+            LeanToolListMiddleware(single_workspace=len(registry) == 1),
         ],
     )
     for module in TOOL_MODULES:

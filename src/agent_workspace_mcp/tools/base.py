@@ -24,13 +24,15 @@ WorkspaceArg = Annotated[
     Field(description="Workspace name from workspace_list; omit for the primary workspace."),
 ]
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+# Annotations state only what differs from the MCP spec's defaults (readOnlyHint false,
+# destructiveHint true, idempotentHint false, openWorldHint true), since each byte is paid
+# for in context; destructiveHint and idempotentHint mean nothing on a read-only tool.
+# destructiveHint=true is still stated: clients gate confirmations on it.
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Creates or changes workspace data; may overwrite (the seed marks write/edit tools so).
-DESTRUCTIVE = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+DESTRUCTIVE = ToolAnnotations(destructive_hint=True, open_world_hint=False)
 # Adds without replacing anything (make_directory).
-ADDITIVE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
+ADDITIVE = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
 def bind(fn: Callable[..., Any], dependency: Any) -> Callable[..., Any]:
@@ -60,6 +62,15 @@ def bind(fn: Callable[..., Any], dependency: Any) -> Callable[..., Any]:
     return bound
 
 
+def one_line_paragraphs(doc: str | None) -> str | None:
+    """A docstring's paragraphs unwrapped, one per line: the line breaks of source code
+    would cost a byte each on the wire and mean nothing to a model."""
+    if not doc:
+        return doc
+    paragraphs = [" ".join(p.split()) for p in doc.split("\n\n")]
+    return "\n".join(p for p in paragraphs if p)
+
+
 def add_tool(
     app: FastMCP,
     fn: Callable[..., Any],
@@ -75,7 +86,7 @@ def add_tool(
     # The docstring becomes an explicit description: FastMCP would otherwise parse it
     # with griffe (the largest part of building the server). `fn` is bind()'s wrapper,
     # so the tool function itself keeps its docstring.
-    description = inspect.getdoc(fn)
+    description = one_line_paragraphs(inspect.getdoc(fn))
     fn.__doc__ = None
     # output_schema=None: a `-> str` tool would otherwise also send its text as
     # structuredContent, doubling every answer on the wire.

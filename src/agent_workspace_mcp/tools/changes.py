@@ -14,7 +14,7 @@ from .base import READ_ONLY, WorkspaceArg, add_tool, bind
 from .memory import STATE_WRITE
 
 Status = Literal["pending", "in_progress", "done", "blocked"]
-ChangeId = Annotated[str | None, Field(description="Change id (default: the active change).")]
+ChangeId = Annotated[str | None, Field(description="Change id (default: the active one).")]
 
 
 class TaskUpdate(BaseModel):
@@ -66,9 +66,7 @@ def change_doc(
     ],
     content: Annotated[str, Field(min_length=1, description="Markdown text.")],
     changeId: ChangeId = None,
-    append: Annotated[
-        bool, Field(description="Add after a blank line instead of replacing.")
-    ] = False,
+    append: Annotated[bool, Field(description="Append instead of replacing.")] = False,
     workspace: WorkspaceArg = None,
 ) -> str:
     """Write a stage document (proposal, spec, design, notes) of a change."""
@@ -89,11 +87,8 @@ def change_status(
     all: Annotated[bool, Field(description="List every change instead of one.")] = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Re-orient in one call: the active (or given) change in full, or all changes.
-
-    The full view shows documents present/missing, tasks by status, constraints, the
-    last 10 tagged journal entries and a suggested next action.
-    """
+    """The active (or given) change, or all changes: documents, tasks by status,
+    constraints, the last 10 tagged journal entries and a suggested next action."""
     ws = services.workspaces.get(workspace)
     problems: list[str] = []
     try:

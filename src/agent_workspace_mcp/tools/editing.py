@@ -20,18 +20,13 @@ from ..services import Services
 from .base import DESTRUCTIVE, WorkspaceArg, add_tool, bind
 from .files import PathArg
 
-OldString = Annotated[
-    str, Field(description="Exact text to replace (must match once unless replaceAll).")
-]
+OldString = Annotated[str, Field(description="Exact text to replace (once, unless replaceAll).")]
 NewString = Annotated[str, Field(description="Replacement text.")]
 ReplaceAll = Annotated[bool, Field(description="Replace every occurrence.")]
-DryRun = Annotated[bool, Field(description="Return the diff without writing anything.")]
+DryRun = Annotated[bool, Field(description="Show the diff, write nothing.")]
 ExpectedSha = Annotated[
     str | None,
-    Field(
-        description="Refuse if the file's sha256 (as read_file/file_info report it; a prefix "
-        "of 8+ hex digits is enough) no longer matches."
-    ),
+    Field(description="Refuse unless the file's sha256 starts with this (from read_file)."),
 ]
 
 
@@ -67,12 +62,11 @@ def edit_file(
     expectedSha256: ExpectedSha = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Replace an exact string in a text file and return a short unified diff.
+    """Replace an exact string in a text file; answers with a short diff.
 
-    `oldString` must match exactly once (or pass replaceAll=true). If it is not
-    found exactly but matches once after normalizing line endings, trailing
-    whitespace and curly quotes/dashes/non-breaking spaces, that match is used and
-    the answer says so; otherwise the error names the closest lines and what differs.
+    oldString must match once (or pass replaceAll). A match found only after normalizing
+    whitespace, line endings or typographic characters is used and reported; otherwise
+    the error names the closest lines.
     """
     with Workset(services.workspaces.get(workspace), services.locks) as work:
         (state,) = work.load([path])
@@ -105,11 +99,10 @@ def patch(
     dryRun: DryRun = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Apply several exact-string edits across one or more files, all or nothing.
+    """Apply exact-string edits across one or more files, all or nothing.
 
-    Edits apply in order against each file's progressively edited content. Every
-    edit is validated before anything is written; a failure reports
-    `edit[N] failed: <reason>` and no file changes.
+    Edits apply in order, each to its file's already edited content; if one fails
+    (`edit[N] failed: <reason>`), no file changes.
     """
     with Workset(services.workspaces.get(workspace), services.locks) as work:
         try:
@@ -150,18 +143,16 @@ def apply_patch(
         Field(
             min_length=1,
             max_length=limits.PATCH_MAX_BYTES,
-            description="A unified diff as `git diff` prints it (modify, add, delete, rename).",
+            description="The diff, as `git diff` prints it.",
         ),
     ],
     dryRun: DryRun = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Apply a unified diff to the workspace, all or nothing.
+    """Apply a unified diff, all or nothing.
 
-    Hunks are matched by their context lines (near the stated line numbers, so
-    slightly stale line numbers still apply). If any hunk does not apply, the error
-    names the file and hunk and nothing is written. `a/` and `b/` prefixes are
-    stripped; `/dev/null` marks added and deleted files.
+    Hunks are found by their context near the stated lines (stale line numbers still
+    apply); a hunk that does not apply is named and nothing is written.
     """
     file_patches = patches.parse(patch)
     if len(file_patches) > limits.PATCH_MAX_FILES:

@@ -25,12 +25,8 @@ from ..core.workset import short_sha
 from ..services import Services
 from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool, bind
 
-PathArg = Annotated[
-    str,
-    Field(
-        description="Workspace-relative path (an absolute path inside the workspace also works)."
-    ),
-]
+# Absolute paths inside a workspace work too; the server instructions say so once.
+PathArg = Annotated[str, Field(description="Workspace-relative path.")]
 
 _IMAGE_MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "png"),
@@ -120,17 +116,16 @@ def read_file(
         int,
         Field(
             ge=1,
-            description=f"Maximum lines to return (capped at {limits.READ_LINES_PER_SEGMENT}).",
+            description=f"Lines to return (cap {limits.READ_LINES_PER_SEGMENT}).",
         ),
     ] = limits.READ_LINES_PER_SEGMENT,
     workspace: WorkspaceArg = None,
 ) -> str:
     """Read a text file as numbered lines `N: text`.
 
-    Long files stop at a line or size budget with a marker that names the
-    `offset` to continue from. The last line gives the content's sha256 prefix, which
-    edit tools accept as `expectedSha256`. Binary files are refused (use
-    read_binary_file).
+    A long file stops at a budget with a marker naming the `offset` to continue
+    from. The last line is the sha256 prefix edit tools take as `expectedSha256`.
+    Binary files: read_binary_file.
     """
     return read_text_answer(services, path, offset, limit, workspace)
 
@@ -143,10 +138,9 @@ def read_files(
     ],
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Read several text files in one call; each is answered (or fails) on its own.
+    """Read several text files in one call, each answered (or failed) on its own.
 
-    Output blocks start with `==> path <==`. The answer shares one size budget;
-    files past it are named with a hint to read them separately.
+    Blocks start with `==> path <==` and share one size budget; files past it are named.
     """
     budget = limits.ANSWER_BYTES
     blocks: list[str] = []
@@ -179,7 +173,7 @@ def read_binary_file(
     ] = None,
     workspace: WorkspaceArg = None,
 ) -> str | list:
-    """Read raw bytes as base64. PNG, JPEG, GIF and WebP images come back as image content."""
+    """Read raw bytes as base64; PNG, JPEG, GIF and WebP come back as images."""
     ws = services.workspaces.get(workspace)
     with locate(ws, path) as loc:
         head, st = read_range(loc, 0, 16)
@@ -210,10 +204,9 @@ def write_file(
     content: Annotated[str, Field(description="The complete new file content.")],
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Create or overwrite a text file (parent directories are created).
+    """Create or overwrite a text file atomically (parents are created).
 
-    Atomic: the old file stays whole if anything fails. An existing file keeps
-    its permissions, its CRLF line endings and its UTF-8 BOM.
+    An existing file keeps its permissions, CRLF line endings and UTF-8 BOM.
     """
     ws = services.workspaces.get(workspace)
     with locate(ws, path, defer_parents=True, write=True) as loc:
@@ -238,7 +231,7 @@ def write_binary_file(
     contentBase64: Annotated[str, Field(description="The complete file content, base64-encoded.")],
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Create or overwrite a file with raw bytes given as base64 (atomic; parents created)."""
+    """Create or overwrite a file from base64 bytes (atomic; parents created)."""
     try:
         data = base64.b64decode(contentBase64, validate=True)
     except (binascii.Error, ValueError):
@@ -254,7 +247,7 @@ def write_binary_file(
 
 
 def make_directory(services: Services, path: PathArg, workspace: WorkspaceArg = None) -> str:
-    """Create a directory and any missing parents. An existing directory is not an error."""
+    """Create a directory and any missing parents (an existing one is fine)."""
     ws = services.workspaces.get(workspace)
     with locate(ws, path, create_parents=True, write=True) as loc:
         created = fileops.make_directory(loc)
@@ -287,10 +280,9 @@ def move_path(
     overwrite: Annotated[bool, Field(description="Replace an existing destination.")] = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Move or rename a file or directory inside the workspace.
+    """Move or rename a file or directory (missing parents are created).
 
-    Missing parents of the destination are created; an existing destination is
-    only replaced with overwrite=true.
+    An existing destination is replaced only with overwrite=true.
     """
     ws = services.workspaces.get(workspace)
     with (
@@ -328,10 +320,8 @@ def rename_path(
 
 
 def file_info(services: Services, path: PathArg, workspace: WorkspaceArg = None) -> str:
-    """Type, size, modification time and mode of a path.
-
-    Regular files also report binary or text, the line count and the sha256.
-    """
+    """Type, size, mtime and mode of a path; a regular file also text or binary, line
+    count and sha256."""
     ws = services.workspaces.get(workspace)
     with locate(ws, path, follow_final=False) as loc:
         info = fileops.describe(loc)

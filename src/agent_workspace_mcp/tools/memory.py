@@ -12,9 +12,7 @@ from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind
 
 # Appends to state under .workspace-mcp/ and changes no workspace data (seed).
-STATE_WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
+STATE_WRITE = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 
 def work_log(
@@ -33,10 +31,7 @@ def work_log(
     ] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Recent activity, newest first: every mutating tool call with paths, detail, outcome.
-
-    Call at the start of a session (with recall) to recover context.
-    """
+    """Recent activity, newest first: every mutating tool call with paths, detail, outcome."""
     ws = services.workspaces.get(workspace)
     entries = services.memory.work_log(ws, limit=limit, since=since, path=path, change=change)
     if not entries:
@@ -60,7 +55,7 @@ def remember(
     ] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Save a persistent note in the workspace (append-only; find it later with recall)."""
+    """Save a persistent note in the workspace (append-only; recall finds it)."""
     total = services.memory.remember(services.workspaces.get(workspace), text, tags or [])
     return f"noted (#{total} total)"
 

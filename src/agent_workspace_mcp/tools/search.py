@@ -14,9 +14,9 @@ from .base import READ_ONLY, WorkspaceArg, add_tool, bind
 
 SearchPath = Annotated[
     str | None,
-    Field(description="Directory or file to search, workspace-relative (default: the root)."),
+    Field(description="Directory or file to search (default: the root)."),
 ]
-NoIgnore = Annotated[bool, Field(description="Also include files that .gitignore excludes.")]
+NoIgnore = Annotated[bool, Field(description="Include .gitignore'd files too.")]
 
 
 def shower(ws: Workspace):
@@ -39,8 +39,8 @@ def grep(
         str,
         Field(
             min_length=1,
-            description="Regular expression (ripgrep/Python common syntax; no look-around "
-            "or backreferences). Matched per line.",
+            description="Regex per line; common ripgrep/Python syntax (no look-around or "
+            "backreferences).",
         ),
     ],
     path: SearchPath = None,
@@ -55,16 +55,15 @@ def grep(
     ] = limits.GREP_DEFAULT_RESULTS,
     contextLines: Annotated[
         int,
-        Field(ge=0, le=limits.GREP_MAX_CONTEXT, description="Lines of context around each match."),
+        Field(ge=0, le=limits.GREP_MAX_CONTEXT, description="Context lines around each match."),
     ] = 0,
     noIgnore: NoIgnore = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Search file contents: `path:LINE: text` per matching line, then a count summary.
+    """Search file contents: `path:LINE: text` per matching line, then a count.
 
-    Skips binary files, symlinks and the .git, node_modules, .cache and
-    .workspace-mcp directories, and (unless noIgnore) files excluded by .gitignore.
-    Only the first 1 MiB of each file is searched.
+    Skips binary files, symlinks, .git, node_modules, .cache, .workspace-mcp and
+    (unless noIgnore) .gitignore'd files; searches each file's first 1 MiB.
     """
     ws = services.workspaces.get(workspace)
     query = GrepQuery(
@@ -96,10 +95,10 @@ def list_files(
     noIgnore: NoIgnore = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """List files and, without a pattern, directories (trailing '/'), empty ones included.
+    """List files and, without a pattern, directories (trailing '/').
 
-    Sorted like `rg --sort path`; skips binary files, symlinks, ignored directories
-    and (unless noIgnore) .gitignore'd files. maxDepth=1 is the top-level look.
+    Sorted by path; skips binary files, symlinks, ignored directories and (unless
+    noIgnore) .gitignore'd files.
     """
     ws = services.workspaces.get(workspace)
     query = ListQuery(

@@ -38,10 +38,8 @@ from ..requestctx import current_subject
 from ..services import Services
 from .base import WorkspaceArg, add_tool, bind
 
-EXECUTES = ToolAnnotations(
-    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
-)
-JOB_STATUS = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+EXECUTES = ToolAnnotations(destructive_hint=True)  # open world: a command can reach anything
+JOB_STATUS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
 Argv = Annotated[
     list[str],

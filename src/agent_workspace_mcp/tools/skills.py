@@ -108,9 +108,9 @@ def skill(
     ] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Load one Agent Skill: its full instructions plus the list of its bundled files.
+    """Load an Agent Skill: its instructions and bundled files; pass file to read one.
 
-    Pass file to read one bundled file. The catalog is the resource://skills resource.
+    The catalog is resource://skills.
     """
     candidates = [info for info, _ in usable_skills(services, workspace)]
     found = next((s for s in candidates if s.name == name), None)
