@@ -1,5 +1,8 @@
 """grep and list_files latency through the MCP client, against raw ripgrep as the floor.
 
+The floor is plain parallel rg with the same rules (rg -j1: the same, single-threaded
+in path order, shown for reference).
+
 Corpus: the Django sdist from PyPI (several thousand real files), unpacked once into
 bench/.corpus/, plus a 20x copy of it. For each corpus and query, in one run and
 interleaved: the median wall time of the tool call through an in-memory
@@ -69,8 +72,12 @@ def ensure_corpus() -> tuple[Path, Path]:
     return small, big
 
 
-def rg_args(rg: str, mode: str, arg: str) -> list[str]:
-    base = [rg, "--no-config", "--hidden", "--no-follow", "--sort", "path"]
+def rg_args(rg: str, mode: str, arg: str, *, parallel: bool = True) -> list[str]:
+    """The floor: plain rg with our rules, on every core (`parallel`), or single-threaded
+    in path order (`--sort path`, what the engine ran before issue 15)."""
+    base = [rg, "--no-config", "--hidden", "--no-follow"]
+    if not parallel:
+        base += ["--sort", "path"]
     base += [f"--glob=!{name}/" for name in IGNORED_DIRS]
     base += [
         "--no-require-git",
@@ -121,16 +128,17 @@ async def run(runs: int) -> list[dict]:
     rows = []
     for label, root in (("django", small), ("django x20", big)):
         files = sum(len(f) for _, _, f in os.walk(root))
-        server = create_server(Settings(root=str(root), search_engine="rg"))
+        server = create_server(Settings(root=str(root), search_engine="rg", audit=False))
         # The pure-Python fallback engine, timed on the small corpus only (it reads every
         # file in Python; on the 20x copy that is tens of seconds per no-match query).
-        fallback = create_server(Settings(root=str(root), search_engine="python"))
+        fallback = create_server(Settings(root=str(root), search_engine="python", audit=False))
         async with Client(server) as client, Client(fallback) as slow:
             for tool, name, args, arg in QUERIES:
-                ours, floor, python = [], [], []
+                ours, floor, sorted_floor, python = [], [], [], []
                 await time_tool(client, tool, args)  # warm the page cache and imports
                 for _ in range(runs):
                     floor.append(time_rg(rg_args(rg, tool, arg), root))
+                    sorted_floor.append(time_rg(rg_args(rg, tool, arg, parallel=False), root))
                     ours.append(await time_tool(client, tool, args))
                     if label == "django":
                         python.append(await time_tool(slow, tool, args))
@@ -140,6 +148,7 @@ async def run(runs: int) -> list[dict]:
                     "query": name,
                     "ours_ms": statistics.median(ours) * 1000,
                     "rg_ms": statistics.median(floor) * 1000,
+                    "rg_sorted_ms": statistics.median(sorted_floor) * 1000,
                     "python_engine_ms": statistics.median(python) * 1000 if python else None,
                 }
                 row["ratio"] = row["ours_ms"] / row["rg_ms"]
@@ -147,7 +156,7 @@ async def run(runs: int) -> list[dict]:
                 py = f"{row['python_engine_ms']:10.1f}" if python else f"{'-':>10}"
                 print(
                     f"{label:11} {files:7d} {name:30} {row['ours_ms']:9.1f} {row['rg_ms']:9.1f} "
-                    f"{row['ratio']:6.2f}x {py}",
+                    f"{row['rg_sorted_ms']:9.1f} {row['ratio']:6.2f}x {py}",
                     flush=True,
                 )
     return rows
@@ -159,8 +168,8 @@ def main() -> int:
     parser.add_argument("--json", default=str(HERE / "results" / "search.json"))
     args = parser.parse_args()
     print(
-        f"{'corpus':11} {'files':>7} {'query':30} {'ours ms':>9} {'rg ms':>9} {'ratio':>7} "
-        f"{'python ms':>10}"
+        f"{'corpus':11} {'files':>7} {'query':30} {'ours ms':>9} {'rg ms':>9} {'rg -j1':>9} "
+        f"{'ratio':>7} {'python ms':>10}"
     )
     rows = asyncio.run(run(args.runs))
     out = Path(args.json)

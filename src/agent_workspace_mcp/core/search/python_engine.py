@@ -282,6 +282,38 @@ def searchable_text(data: bytes, truncated: bool) -> str | None:
     return data.decode("utf-8", "replace")
 
 
+def line_matcher(
+    query: GrepQuery,
+    deadline: float,
+    budget: float = GREP_TIME_BUDGET_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+) -> Callable[[list[str]], list[int]]:
+    """A function giving the indexes of the lines that match, within the time budget."""
+    import regex
+
+    flags = regex.V0 | (regex.IGNORECASE if query.ignore_case else 0)
+    compiled = regex.compile(query.pattern, flags)
+    prefilter = regex.compile(query.pattern, flags | regex.MULTILINE)
+
+    def matching(lines: list[str]) -> list[int]:
+        try:
+            text = "\n".join(lines)
+            if not prefilter.search(text, timeout=max(deadline - clock(), 0.001), concurrent=True):
+                return []
+            return [
+                i
+                for i, line in enumerate(lines)
+                if compiled.search(line, timeout=max(deadline - clock(), 0.001), concurrent=True)
+            ]
+        except TimeoutError:
+            raise SearchTimeout(
+                f"the pattern took longer than {budget:g} s (catastrophic "
+                "backtracking?); simplify it or narrow the path"
+            ) from None
+
+    return matching
+
+
 def grep(
     ws: Workspace,
     start: str,
@@ -291,12 +323,7 @@ def grep(
     budget: float = GREP_TIME_BUDGET_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> GrepResult:
-    import regex
-
-    flags = regex.V0 | (regex.IGNORECASE if query.ignore_case else 0)
-    compiled = regex.compile(query.pattern, flags)
-    prefilter = regex.compile(query.pattern, flags | regex.MULTILINE)
-    deadline = clock() + budget
+    matching = line_matcher(query, clock() + budget, budget, clock)
     result = GrepResult()
     files = walk_files(
         ws,
@@ -312,25 +339,7 @@ def grep(
             lines = searched_lines(dir_fd, rel.rsplit("/", 1)[-1])
             if not lines:
                 continue
-            try:
-                text = "\n".join(lines)
-                if not prefilter.search(
-                    text, timeout=max(deadline - clock(), 0.001), concurrent=True
-                ):
-                    continue
-                matched = [
-                    i
-                    for i, line in enumerate(lines)
-                    if compiled.search(
-                        line, timeout=max(deadline - clock(), 0.001), concurrent=True
-                    )
-                ]
-            except TimeoutError:
-                raise SearchTimeout(
-                    f"the pattern took longer than {budget:g} s (catastrophic "
-                    "backtracking?); simplify it or narrow the path"
-                ) from None
-            if not take(result, query, rel, matched, lines):
+            if not take(result, query, rel, matching(lines), lines):
                 break
     finally:
         files.close()

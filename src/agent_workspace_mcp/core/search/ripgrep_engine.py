@@ -9,8 +9,15 @@
   the workspace come in through `--ignore-file`, already rebased to the root.
 - `--text`: rg would stop at the first NUL anywhere in a file; our rule is "NUL in the
   first 8 KiB", so the binary check happens here, on files that produced output.
-- `--sort path`: deterministic order (per directory, by name bytes), which lets us stop
-  reading once `maxResults` is reached and kill rg early.
+- Order, early stop and every core: answers list files in rg's `--sort path` order
+  (per directory, by name bytes), but a sorted rg runs on one thread. So grep starts
+  two at once: a sorted rg (the probe) and a parallel `rg --files-with-matches`. A
+  query that fills `maxResults` within the probe's time (the common case) is answered
+  from the probe and both are killed. Otherwise the probe is killed, the files it
+  finished are kept, and the parallel scan's matching files after the last of them
+  are sorted here and searched in that order (rg over them, in growing chunks) until
+  the answer is full: a full scan runs on every core, and only the matching files are
+  read twice.
 - Include globs are applied here, not passed as `--glob`: rg's globs are overrides
   that beat `.gitignore` and can whitelist an excluded directory (verified: `*.[!t]*`
   re-included `.workspace-mcp/` and `*.log` files).
@@ -37,6 +44,7 @@ import sys
 import sysconfig
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -47,6 +55,10 @@ from ..limits import (
     BINARY_SNIFF_BYTES,
     DIR_FD_CACHE,
     GREP_BYTES_PER_FILE,
+    GREP_CHUNK_MAX_FILES,
+    GREP_FIRST_CHUNK_FILES,
+    GREP_PROBE_FIRST_MATCH_SECONDS,
+    GREP_PROBE_SECONDS,
     GREP_TIME_BUDGET_SECONDS,
     IGNORED_DIRS,
     PIPE_DRAIN_GRACE_SECONDS,
@@ -65,7 +77,7 @@ from .results import (
     listing_base,
     take,
 )
-from .rules import compile_glob
+from .rules import compile_glob, fs_sort_key
 
 
 def find_rg() -> str | None:
@@ -210,72 +222,201 @@ def _is_binary(ws: Workspace, rel: str) -> bool:
 def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[str]) -> GrepResult:
     include = compile_glob(query.include)
     result = GrepResult()
-    with _ignore_file(ancestor, query.no_ignore) as ignore_file:
-        args = _base_args(rg, query.no_ignore, ignore_file)
-        args += ["--json", "--text", "--line-number"]
-        if query.ignore_case:
-            args.append("--ignore-case")
-        args += ["-e", query.pattern, "--", start or "."]
-        with root_cwd(ws) as cwd:
-            proc = _spawn(args, cwd)
-        timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, _kill_quietly, (proc,))
-        timer.start()
-        try:
-            finished = _consume(proc, ws, result, query, include)
-        finally:
-            timer.cancel()
-            _stop(proc)
-    if getattr(proc, "_awm_killed", False):
-        raise SearchTimeout(
-            f"the search took longer than {GREP_TIME_BUDGET_SECONDS:g} s; "
-            "narrow the path or pattern"
+    deadline = time.monotonic() + GREP_TIME_BUDGET_SECONDS
+    with _ignore_file(ancestor, query.no_ignore) as ignore_file, root_cwd(ws) as cwd:
+        base = _base_args(rg, query.no_ignore, ignore_file)
+        pattern = ["--text"] + (["--ignore-case"] if query.ignore_case else [])
+        pattern += ["-e", query.pattern, "--"]
+        where = start or "."
+        scan = _MatchingFiles(
+            [*_unsorted(base), "--files-with-matches", "--null", *pattern, where], cwd, deadline
         )
-    if finished and proc.returncode == 2:
-        message = _regex_error(proc.stderr_text)  # type: ignore[attr-defined]
-        if message:
-            raise InvalidArgumentError(message)
+        try:
+            probe = _Stream(ws, include, [*base, "--json", "--line-number", *pattern, where],
+                            cwd, GREP_PROBE_SECONDS, GREP_PROBE_FIRST_MATCH_SECONDS)  # fmt: skip
+            done_upto = probe.take_in_order(result, query)
+            if not probe.expired or probe.stopped:
+                return result
+            later = [
+                rel for rel in scan.wait()
+                if (include is None or include.matches(rel))
+                and (done_upto is None or _path_key(rel) > done_upto)
+            ]  # fmt: skip
+        finally:
+            scan.stop()
+        # The matching files after the probe's last, searched in path order until the
+        # answer is full.
+        later.sort(key=_path_key)
+        search = [rg, "--no-config", "--json", "--line-number", "-j1", *pattern]
+        for chunk in _growing_chunks(later):
+            stream = _Stream(ws, include, [*search, *chunk], cwd, deadline - time.monotonic())
+            stream.take_in_order(result, query)
+            if stream.expired:
+                raise _timeout()
+            if stream.stopped:
+                break
     return result
 
 
-def _consume(
-    proc: subprocess.Popen, ws: Workspace, result: GrepResult, query: GrepQuery, include
-) -> bool:
-    """Read rg's JSON stream; returns False if we stopped early (rg is then killed)."""
-    assert proc.stdout is not None and proc.stderr is not None
-    current = ""
-    skip = False
-    matched: list[int] = []
-    texts: dict[int, str] = {}
-    for raw in proc.stdout:
-        message = json.loads(raw)
-        kind = message["type"]
-        data = message.get("data", {})
-        if kind == "begin":
-            current = os.fsdecode(_decode(data["path"]))
-            current = current[2:] if current.startswith("./") else current
-            skip = (include is not None and not include.matches(current)) or _is_binary(ws, current)
-            matched, texts = [], {}
-        elif kind == "match" and not skip:
-            line = _decode(data["lines"])
-            if data["absolute_offset"] + len(line) > GREP_BYTES_PER_FILE:
-                continue  # only whole lines within the first 1 MiB are searched
-            index = data["line_number"] - 1
-            matched.append(index)
-            texts[index] = line.decode("utf-8", "replace").rstrip("\n")
-        elif kind == "end" and not skip and matched:
-            lines = _verified_lines(ws, current)
-            if lines is None:
-                continue
-            # Keep only matches whose line, read through the containment walk, is the
-            # line rg saw: what rg read elsewhere mid-swap never reaches the answer.
-            matched = [i for i in matched if i < len(lines) and lines[i] == texts[i]]
-            if not take(result, query, current, matched, lines):
-                return False
-            matched = []
-    proc.wait()
-    proc._awm_drain.join(PIPE_DRAIN_GRACE_SECONDS)  # type: ignore[attr-defined]
-    proc.stderr_text = bytes(proc._awm_stderr)  # type: ignore[attr-defined]
-    return True
+def _unsorted(base: list[str]) -> list[str]:
+    at = base.index("--sort")
+    return base[:at] + base[at + 2 :]
+
+
+def _growing_chunks(files: list[str]) -> Iterator[list[str]]:
+    """Small first (an answer that fills early costs little), doubling to a cap that
+    keeps one command line far below ARG_MAX."""
+    size, at = GREP_FIRST_CHUNK_FILES, 0
+    while at < len(files):
+        yield files[at : at + size]
+        at += size
+        size = min(size * 2, GREP_CHUNK_MAX_FILES)
+
+
+class _MatchingFiles:
+    """A parallel `rg --files-with-matches` running in the background; its NUL-separated
+    output is drained by a thread so its pipe never stalls it."""
+
+    def __init__(self, args: list[str], cwd: str, deadline: float) -> None:
+        self.deadline = deadline
+        self.proc = _spawn(args, cwd)
+        self._out = bytearray()
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self) -> None:
+        assert self.proc.stdout is not None
+        with contextlib.suppress(OSError, ValueError):
+            for chunk in iter(lambda: self.proc.stdout.read1(1 << 16), b""):  # type: ignore[union-attr]
+                self._out += chunk
+
+    def wait(self) -> list[str]:
+        # Joining the reader (rg's stdout at EOF) rather than `Popen.wait(timeout)`,
+        # which polls with sleeps of up to 50 ms.
+        self._reader.join(max(0.0, self.deadline - time.monotonic()))
+        if self._reader.is_alive():
+            raise _timeout()
+        self.proc.wait()
+        names = [os.fsdecode(raw) for raw in bytes(self._out).split(b"\x00") if raw]
+        return [name[2:] if name.startswith("./") else name for name in names]
+
+    def stop(self) -> None:
+        _stop(self.proc)
+        self._reader.join(PIPE_DRAIN_GRACE_SECONDS)
+
+
+class _Stream:
+    """One rg process and its JSON stream, with the checks every reported file passes:
+    the include glob, the binary sniff, the 1 MiB line limit, and the lines re-read
+    through the containment walk."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        include,
+        args: list[str],
+        cwd: str,
+        seconds: float,
+        first_match_within: float | None = None,
+    ) -> None:
+        """rg is killed after `seconds`, or already after `first_match_within` if it has
+        reported no match by then (a sparse query: the probe would only slow the scan)."""
+        self.ws = ws
+        self.include = include
+        self.expired = False  # the timer killed rg before it finished
+        self.stopped = False  # we stopped reading: the answer was full
+        self.matched = False
+        self.proc = _spawn(args, cwd)
+        self._rest = 0.0
+        if first_match_within is not None and first_match_within < seconds:
+            self._rest, seconds = seconds - first_match_within, first_match_within
+        self._timer = threading.Timer(max(0.0, seconds), self._check)
+        self._timer.start()
+
+    def _check(self) -> None:
+        if self._rest and self.matched:
+            self._timer = threading.Timer(self._rest, self._expire)
+            self._timer.start()
+        else:
+            self._expire()
+
+    def _expire(self) -> None:
+        if self.proc.poll() is None:
+            self.expired = True
+            _kill_group(self.proc)
+
+    def files(self) -> Iterator[tuple[str, list[int], dict[int, str]]]:
+        """(path, matched line indexes, rg's text of each) per file rg finished."""
+        assert self.proc.stdout is not None
+        current = ""
+        skip = False
+        matched: list[int] = []
+        texts: dict[int, str] = {}
+        for raw in self.proc.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                break  # the last line of a killed rg
+            kind = message["type"]
+            data = message.get("data", {})
+            if kind == "begin":
+                current = os.fsdecode(_decode(data["path"]))
+                current = current[2:] if current.startswith("./") else current
+                skip = (
+                    self.include is not None and not self.include.matches(current)
+                ) or _is_binary(self.ws, current)
+                matched, texts = [], {}
+            elif kind == "match" and not skip:
+                line = _decode(data["lines"])
+                if data["absolute_offset"] + len(line) > GREP_BYTES_PER_FILE:
+                    continue  # only whole lines within the first 1 MiB are searched
+                index = data["line_number"] - 1
+                self.matched = True
+                matched.append(index)
+                texts[index] = line.decode("utf-8", "replace").rstrip("\n")
+            elif kind == "end" and not skip and matched:
+                yield current, matched, texts
+                matched = []
+
+    def take_in_order(self, result: GrepResult, query: GrepQuery) -> list[bytes] | None:
+        """Take files as rg finishes them (in order); the sort key of the last one."""
+        last = None
+        try:
+            for rel, matched, texts in self.files():
+                # Only matches whose line, read through the containment walk, is the line
+                # rg saw: what rg read elsewhere mid-swap never reaches the answer.
+                lines = _verified_lines(self.ws, rel)
+                kept = [i for i in matched if lines and i < len(lines) and lines[i] == texts[i]]
+                last = _path_key(rel)
+                if not take(result, query, rel, kept, lines or []):
+                    self.stopped = True
+                    return last
+            self._finish()
+        finally:
+            self._timer.cancel()
+            _stop(self.proc)
+        return last
+
+    def _finish(self) -> None:
+        """rg ran to the end: a regex it could not parse is the caller's mistake."""
+        proc = self.proc
+        proc.wait()
+        proc._awm_drain.join(PIPE_DRAIN_GRACE_SECONDS)  # type: ignore[attr-defined]
+        if not self.expired and proc.returncode == 2:
+            message = _regex_error(bytes(proc._awm_stderr))  # type: ignore[attr-defined]
+            if message:
+                raise InvalidArgumentError(message)
+
+
+def _path_key(rel: str) -> list[bytes]:
+    """rg's `--sort path` order for a whole path: component by component, name bytes."""
+    return [fs_sort_key(part) for part in rel.split("/")]
+
+
+def _timeout() -> SearchTimeout:
+    return SearchTimeout(
+        f"the search took longer than {GREP_TIME_BUDGET_SECONDS:g} s; narrow the path or pattern"
+    )
 
 
 def _verified_lines(ws: Workspace, rel: str) -> list[str] | None:
