@@ -52,7 +52,12 @@ async def median_ms(client: Client, tool: str, args: dict, calls: int) -> float:
 
 def stdio(argv: list[str]) -> Client:
     log = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the transport
-    return Client(StdioTransport(argv[0], argv[1:], keep_alive=False, log_file=log))
+    # The whole environment (the SDK would pass only a safe subset), so PYTHONPATH can
+    # point a run at another checkout for a before/after comparison.
+    transport = StdioTransport(
+        argv[0], argv[1:], env=dict(os.environ), keep_alive=False, log_file=log
+    )
+    return Client(transport)
 
 
 async def per_call(root: Path, calls: int) -> list[dict]:

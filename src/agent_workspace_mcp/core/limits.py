@@ -115,11 +115,10 @@ BWRAP_PROBE_SECONDS = 20.0  # start-up check that bubblewrap can create its name
 JWT_LEEWAY_SECONDS = 30  # issue 8: exp/nbf checked "with small leeway"
 JWKS_FETCH_SECONDS = 10.0  # fetching the issuer's JWKS
 CHECK_LOG_LINES = 5  # `check` shows the server's last stderr lines when a step fails
-# ours (issue 15): grep's sorted probe. A query that fills maxResults within it is answered
-# from it (early stop); past it the parallel scan that ran meanwhile takes over. Measured
-# with bench/search.py: a sorted rg needs ~25 ms for the first 100 `import` lines of Django.
-GREP_PROBE_SECONDS = 0.04
-# ...but a probe with no match at all this early is a sparse query, stopped at once.
+# ours (issue 15): grep's sorted probe runs until it fills maxResults or the parallel scan
+# beside it ends; a probe with no match at all this early is a sparse query and is
+# stopped at once (measured with bench/search.py: a sorted rg reports Django's first
+# `import` line after ~6 ms).
 GREP_PROBE_FIRST_MATCH_SECONDS = 0.012
 # ours: files per rg over the parallel scan's matching files, searched in path order; the
 # first chunk is small so an answer that fills early costs little, later ones double.

@@ -11,10 +11,12 @@
   first 8 KiB", so the binary check happens here, on files that produced output.
 - Order, early stop and every core: answers list files in rg's `--sort path` order
   (per directory, by name bytes), but a sorted rg runs on one thread. So grep starts
-  two at once: a sorted rg (the probe) and a parallel `rg --files-with-matches`. A
-  query that fills `maxResults` within the probe's time (the common case) is answered
-  from the probe and both are killed. Otherwise the probe is killed, the files it
-  finished are kept, and the parallel scan's matching files after the last of them
+  two at once: a sorted rg (the probe) and a parallel `rg --files-with-matches`, and
+  the first to end wins. A query that fills `maxResults` before the scan ends (the
+  common case) is answered from the probe. A probe with no match after 12 ms is
+  stopped at once (a sparse query; it would only slow the scan). Otherwise, when the
+  scan ends first, the probe is killed, the files it finished are kept, and the
+  parallel scan's matching files after the last of them
   are sorted here and searched in that order (rg over them, in growing chunks) until
   the answer is full: a full scan runs on every core, and only the matching files are
   read twice.
@@ -58,7 +60,6 @@ from ..limits import (
     GREP_CHUNK_MAX_FILES,
     GREP_FIRST_CHUNK_FILES,
     GREP_PROBE_FIRST_MATCH_SECONDS,
-    GREP_PROBE_SECONDS,
     GREP_TIME_BUDGET_SECONDS,
     IGNORED_DIRS,
     PIPE_DRAIN_GRACE_SECONDS,
@@ -228,12 +229,24 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
         pattern = ["--text"] + (["--ignore-case"] if query.ignore_case else [])
         pattern += ["-e", query.pattern, "--"]
         where = start or "."
+        sorted_args = [*base, "--json", "--line-number", *pattern, where]
+        probe = _Stream(
+            ws,
+            include,
+            sorted_args,
+            cwd,
+            deadline - time.monotonic(),
+            GREP_PROBE_FIRST_MATCH_SECONDS,
+        )
+        # Whichever ends first wins: a probe that fills the answer, or the parallel scan
+        # (which then stops the probe).
         scan = _MatchingFiles(
-            [*_unsorted(base), "--files-with-matches", "--null", *pattern, where], cwd, deadline
+            [*_unsorted(base), "--files-with-matches", "--null", *pattern, where],
+            cwd,
+            deadline,
+            on_done=probe.expire,
         )
         try:
-            probe = _Stream(ws, include, [*base, "--json", "--line-number", *pattern, where],
-                            cwd, GREP_PROBE_SECONDS, GREP_PROBE_FIRST_MATCH_SECONDS)  # fmt: skip
             done_upto = probe.take_in_order(result, query)
             if not probe.expired or probe.stopped:
                 return result
@@ -277,8 +290,9 @@ class _MatchingFiles:
     """A parallel `rg --files-with-matches` running in the background; its NUL-separated
     output is drained by a thread so its pipe never stalls it."""
 
-    def __init__(self, args: list[str], cwd: str, deadline: float) -> None:
+    def __init__(self, args: list[str], cwd: str, deadline: float, on_done) -> None:
         self.deadline = deadline
+        self._on_done = on_done
         self.proc = _spawn(args, cwd)
         self._out = bytearray()
         self._reader = threading.Thread(target=self._drain, daemon=True)
@@ -289,6 +303,8 @@ class _MatchingFiles:
         with contextlib.suppress(OSError, ValueError):
             for chunk in iter(lambda: self.proc.stdout.read1(1 << 16), b""):  # type: ignore[union-attr]
                 self._out += chunk
+        if self.proc.wait() == 0 or self.proc.returncode == 1:
+            self._on_done()  # complete (0: matches, 1: none): the probe is overtaken
 
     def wait(self) -> list[str]:
         # Joining the reader (rg's stdout at EOF) rather than `Popen.wait(timeout)`,
@@ -319,8 +335,9 @@ class _Stream:
         seconds: float,
         first_match_within: float | None = None,
     ) -> None:
-        """rg is killed after `seconds`, or already after `first_match_within` if it has
-        reported no match by then (a sparse query: the probe would only slow the scan)."""
+        """rg is killed after `seconds` (or by `expire()`), or already after
+        `first_match_within` if it has reported no match by then (a sparse query: the
+        probe would only slow the parallel scan)."""
         self.ws = ws
         self.include = include
         self.expired = False  # the timer killed rg before it finished
@@ -335,12 +352,12 @@ class _Stream:
 
     def _check(self) -> None:
         if self._rest and self.matched:
-            self._timer = threading.Timer(self._rest, self._expire)
+            self._timer = threading.Timer(self._rest, self.expire)
             self._timer.start()
         else:
-            self._expire()
+            self.expire()
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
         if self.proc.poll() is None:
             self.expired = True
             _kill_group(self.proc)
