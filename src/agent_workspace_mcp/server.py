@@ -16,6 +16,7 @@ from fastmcp import FastMCP
 
 from . import prompts
 from .configuration import package_version, preflight
+from .core import limits
 from .core.audit import AuditLog
 from .core.commands import check_bwrap
 from .core.jobs import JobRegistry, default_job_dir
@@ -192,7 +193,29 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
             _bare_resource_metadata(app, settings)
     _apply_profile(app, settings)
     _filter_tools(app, settings)
+    if settings.tool_search:
+        _tool_search(app, settings)
     return app, services
+
+
+# Always listed under --tool-search: what nearly every session uses.
+CORE_TOOLS = ("read_file", "write_file", "edit_file", "grep", "list_files")
+
+
+def _tool_search(app: FastMCP, settings: Settings) -> None:
+    """FastMCP's BM25 search in front of the catalogue; the core tools stay listed (under
+    the profile's names). Hidden tools stay callable, directly or through call_tool."""
+    from fastmcp.server.transforms.search import BM25SearchTransform
+
+    from .profiles import PROFILES
+
+    renames = PROFILES[settings.profile].renames
+    app.add_transform(
+        BM25SearchTransform(
+            max_results=limits.TOOL_SEARCH_RESULTS,
+            always_visible=[renames.get(name, name) for name in CORE_TOOLS],
+        )
+    )
 
 
 def _apply_profile(app: FastMCP, settings: Settings) -> None:

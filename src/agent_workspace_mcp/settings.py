@@ -107,6 +107,11 @@ class Settings(BaseModel):
         "Agent Skills directory, relative to each root (or absolute)",
         TOOLS, None, ("WORKSPACE_SKILLS_DIR",),
     )] = ".agents/skills"
+    tool_search: Annotated[bool, Opt(
+        "list only the core file tools plus search_tools/call_tool (BM25 search over the "
+        "rest), for clients that pay for every listed tool",
+        TOOLS, "--tool-search", ("WORKSPACE_MCP_TOOL_SEARCH",),
+    )] = False
     builtin_skills: Annotated[bool, Opt(
         "do not offer the skills that ship with the package (a project's own skills still "
         "replace them by name)",

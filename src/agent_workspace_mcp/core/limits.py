@@ -106,6 +106,7 @@ TASK_MAX_PATHS = 50  # ours: paths per run_task call
 HTTP_TRACKED_SESSIONS = 10_000
 
 # --- misc (ours) ---------------------------------------------------------------------
+TOOL_SEARCH_RESULTS = 5  # --tool-search: tools per search_tools answer (FastMCP's default)
 GITIGNORE_MAX_BYTES = 1 * MIB  # a .gitignore larger than this is read only this far
 JOBS_REMEMBERED = 200  # finished jobs past this are forgotten (their logs stay on disk)
 HINT_DIR_ENTRIES = 5000  # a directory larger than this gets no "did you mean" hint
