@@ -121,6 +121,10 @@ CHECK_LOG_LINES = 5  # `check` shows the server's last stderr lines when a step 
 # stopped at once (measured with bench/search.py: a sorted rg reports Django's first
 # `import` line after ~6 ms).
 GREP_PROBE_FIRST_MATCH_SECONDS = 0.012
+# ...and one whose pace (answer share per second, checked every 10 ms) projects a full
+# answer later than this: the parallel scan would likely end first anyway.
+GREP_PROBE_PROJECTED_SECONDS = 1.5
+GREP_PROBE_CHECK_SECONDS = 0.01
 # ours: files per rg over the parallel scan's matching files, searched in path order; the
 # first chunk is small so an answer that fills early costs little, later ones double.
 GREP_FIRST_CHUNK_FILES = 32

@@ -13,8 +13,9 @@
   (per directory, by name bytes), but a sorted rg runs on one thread. So grep starts
   two at once: a sorted rg (the probe) and a parallel `rg --files-with-matches`, and
   the first to end wins. A query that fills `maxResults` before the scan ends (the
-  common case) is answered from the probe. A probe with no match after 12 ms is
-  stopped at once (a sparse query; it would only slow the scan). Otherwise, when the
+  common case) is answered from the probe. A probe with no match after 12 ms, or whose
+  pace projects a full answer later than 1.5 s, is stopped (it would only slow the
+  scan). Otherwise, when the
   scan ends first, the probe is killed, the files it finished are kept, and the
   parallel scan's matching files after the last of them
   are sorted here and searched in that order (rg over them, in growing chunks) until
@@ -47,7 +48,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ..containment import locate, root_cwd
@@ -59,7 +60,9 @@ from ..limits import (
     GREP_BYTES_PER_FILE,
     GREP_CHUNK_MAX_FILES,
     GREP_FIRST_CHUNK_FILES,
+    GREP_PROBE_CHECK_SECONDS,
     GREP_PROBE_FIRST_MATCH_SECONDS,
+    GREP_PROBE_PROJECTED_SECONDS,
     GREP_TIME_BUDGET_SECONDS,
     IGNORED_DIRS,
     PIPE_DRAIN_GRACE_SECONDS,
@@ -236,7 +239,7 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
             sorted_args,
             cwd,
             deadline - time.monotonic(),
-            GREP_PROBE_FIRST_MATCH_SECONDS,
+            filled=lambda: result.matches / query.max_results,
         )
         # Whichever ends first wins: a probe that fills the answer, or the parallel scan
         # (which then stops the probe).
@@ -333,29 +336,36 @@ class _Stream:
         args: list[str],
         cwd: str,
         seconds: float,
-        first_match_within: float | None = None,
+        filled: Callable[[], float] | None = None,
     ) -> None:
-        """rg is killed after `seconds` (or by `expire()`), or already after
-        `first_match_within` if it has reported no match by then (a sparse query: the
-        probe would only slow the parallel scan)."""
+        """rg is killed after `seconds` (or by `expire()`). A probe (`filled` gives the
+        share of the answer collected so far) is also killed when it is not worth its
+        CPU beside the parallel scan: no match at all after GREP_PROBE_FIRST_MATCH_SECONDS,
+        or, projecting its pace, a full answer later than GREP_PROBE_PROJECTED_SECONDS."""
         self.ws = ws
         self.include = include
         self.expired = False  # the timer killed rg before it finished
         self.stopped = False  # we stopped reading: the answer was full
-        self.matched = False
         self.proc = _spawn(args, cwd)
-        self._rest = 0.0
-        if first_match_within is not None and first_match_within < seconds:
-            self._rest, seconds = seconds - first_match_within, first_match_within
-        self._timer = threading.Timer(max(0.0, seconds), self._check)
+        self._started = time.monotonic()
+        self._end = self._started + seconds
+        self._filled = filled
+        first = min(seconds, GREP_PROBE_FIRST_MATCH_SECONDS) if filled else seconds
+        self._timer = threading.Timer(max(0.0, first), self._check)
         self._timer.start()
 
     def _check(self) -> None:
-        if self._rest and self.matched:
-            self._timer = threading.Timer(self._rest, self.expire)
-            self._timer.start()
-        else:
+        now = time.monotonic()
+        if now >= self._end or self._filled is None:
             self.expire()
+            return
+        share = self._filled()
+        elapsed = now - self._started
+        if share <= 0 or elapsed / share > GREP_PROBE_PROJECTED_SECONDS:
+            self.expire()
+            return
+        self._timer = threading.Timer(min(GREP_PROBE_CHECK_SECONDS, self._end - now), self._check)
+        self._timer.start()
 
     def expire(self) -> None:
         if self.proc.poll() is None:
@@ -388,7 +398,6 @@ class _Stream:
                 if data["absolute_offset"] + len(line) > GREP_BYTES_PER_FILE:
                     continue  # only whole lines within the first 1 MiB are searched
                 index = data["line_number"] - 1
-                self.matched = True
                 matched.append(index)
                 texts[index] = line.decode("utf-8", "replace").rstrip("\n")
             elif kind == "end" and not skip and matched:
