@@ -67,32 +67,29 @@ async def per_call(root: Path, calls: int) -> list[dict]:
         ("workspace_list", {}),
         ("read_file", {"path": "src/app.py"}),
         ("write_file", {"path": "out/ten_kb.txt", "content": TEN_KB}),
-        ("edit_file", None),  # alternating edits, filled in below
+        ("edit_file", None),  # alternating edits, made per call below
     ]
     rows = []
     async with stdio(bare_argv) as bare, stdio(ours_argv) as ours:
-        # Interleave floor and subject per case so background load hits both alike.
         for tool, args in cases:
-            floor = await median_ms(bare, "echo", {"text": "x"}, calls)
-            if tool == "edit_file":
-                ms = await edit_round_trips(ours, calls)
-            else:
-                ms = await median_ms(ours, tool, args, calls)
-            rows.append({"case": tool, "floor_ms": floor, "ms": ms, "ratio": ms / floor})
+            # Floor and subject alternate call by call, so load on the machine hits both.
+            floor, mine = [], []
+            for i in range(calls + 30):
+                started = time.perf_counter()
+                await bare.call_tool("echo", {"text": "x"})
+                middle = time.perf_counter()
+                await ours.call_tool(tool, args if args is not None else edit_args(i))
+                if i >= 30:  # warm-up
+                    floor.append(middle - started)
+                    mine.append(time.perf_counter() - middle)
+            f, m = statistics.median(floor) * 1000, statistics.median(mine) * 1000
+            rows.append({"case": tool, "floor_ms": f, "ms": m, "ratio": m / f})
     return rows
 
 
-async def edit_round_trips(client: Client, calls: int) -> float:
-    samples = []
-    for i in range(calls + 30):
-        old, new = ("alpha", "omega") if i % 2 == 0 else ("omega", "alpha")
-        started = time.perf_counter()
-        await client.call_tool(
-            "edit_file", {"path": "src/edit.py", "oldString": old, "newString": new}
-        )
-        if i >= 30:
-            samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
+def edit_args(i: int) -> dict:
+    old, new = ("alpha", "omega") if i % 2 == 0 else ("omega", "alpha")
+    return {"path": "src/edit.py", "oldString": old, "newString": new}
 
 
 async def durability(root: Path, calls: int) -> dict:

@@ -30,6 +30,7 @@ from .middleware.budget import AnswerBudgetMiddleware
 from .middleware.errors import ErrorShapingMiddleware, quiet_expected_failures
 from .middleware.journal import JournalMiddleware
 from .middleware.lean_list import LeanToolListMiddleware
+from .middleware.pipeline import Pipeline
 from .middleware.sessions import SubpathMiddleware
 from .requestctx import WRITE_TAG, current_subject
 from .services import Services
@@ -174,14 +175,19 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         version=_version(),
         lifespan=lifespan,
         # Outermost first: the audit and the journal see the final outcome, including the
-        # one sentence the error layer made of a failure (what the agent saw).
+        # one sentence the error layer made of a failure (what the agent saw). One
+        # FastMCP layer for all of them (see middleware/pipeline.py).
         middleware=[
-            *middleware,
-            JournalMiddleware(services),
-            AnswerBudgetMiddleware(),
-            ErrorShapingMiddleware(remote_exec_off=not settings.execution_allowed),
-            ArgumentRepairMiddleware(),
-            LeanToolListMiddleware(single_workspace=len(registry) == 1),
+            Pipeline(
+                [
+                    *middleware,
+                    JournalMiddleware(services),
+                    AnswerBudgetMiddleware(),
+                    ErrorShapingMiddleware(remote_exec_off=not settings.execution_allowed),
+                    ArgumentRepairMiddleware(),
+                    LeanToolListMiddleware(single_workspace=len(registry) == 1),
+                ]
+            )
         ],
     )
     for module in TOOL_MODULES:
