@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from floors import BARE_SERVER  # bench/floors.py (the script's directory is on sys.path)
+
 INIT = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -30,15 +32,6 @@ INIT = {
         "clientInfo": {"name": "bench", "version": "0"},
     },
 }
-
-BARE_SERVER = """
-from fastmcp import FastMCP
-mcp = FastMCP("bare")
-@mcp.tool
-def echo(text: str) -> str:
-    return text
-mcp.run(show_banner=False)
-"""
 
 
 def time_to_initialize(argv: list[str], cwd: str) -> float:

@@ -19,30 +19,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from fastmcp import Client, FastMCP
+from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
-
-
-def bare_server() -> FastMCP:
-    mcp = FastMCP("bare")
-
-    @mcp.tool
-    def echo(text: str) -> str:
-        return text
-
-    return mcp
-
-
-async def median_ms(client: Client, tool: str, args: dict, calls: int) -> float:
-    for _ in range(20):  # warm-up
-        await client.call_tool(tool, args)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        await client.call_tool(tool, args)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
+from floors import bare_server, median_ms  # bench/floors.py (the script's directory is on sys.path)
 
 
 async def run(calls: int) -> list[dict]:

@@ -27,27 +27,9 @@ from pathlib import Path
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-BARE_SERVER = """
-from fastmcp import FastMCP
-mcp = FastMCP("bare")
-@mcp.tool
-def echo(text: str) -> str:
-    return text
-mcp.run(show_banner=False)
-"""
+from floors import BARE_SERVER, median_ms  # bench/floors.py (the script's directory is on sys.path)
 
 TEN_KB = "".join(f"line {i:05d} of the ten kilobyte file\n" for i in range(300))[:10_240]
-
-
-async def median_ms(client: Client, tool: str, args: dict, calls: int) -> float:
-    for _ in range(30):  # warm-up
-        await client.call_tool(tool, args)
-    samples = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        await client.call_tool(tool, args)
-        samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
 
 
 def stdio(argv: list[str]) -> Client:

@@ -99,8 +99,12 @@ def find_rg() -> str | None:
     return shutil.which("rg")
 
 
-def _base_args(rg: str, no_ignore: bool, ignore_file: str | None) -> list[str]:
-    args = [rg, "--no-config", "--hidden", "--no-follow", "--sort", "path"]
+def _base_args(
+    rg: str, no_ignore: bool, ignore_file: str | None, *, ordered: bool = True
+) -> list[str]:
+    args = [rg, "--no-config", "--hidden", "--no-follow"]
+    if ordered:
+        args += ["--sort", "path"]
     args += [f"--glob=!{name}/" for name in IGNORED_DIRS]
     if no_ignore:
         args.append("--no-ignore")
@@ -167,12 +171,6 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _kill_quietly(proc: subprocess.Popen) -> None:
-    """Timer callback: the budget ran out; mark it so the caller reports a timeout."""
-    proc._awm_killed = True  # type: ignore[attr-defined]
-    _kill_group(proc)
-
-
 def _stop(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         _kill_group(proc)
@@ -229,6 +227,7 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
     deadline = time.monotonic() + GREP_TIME_BUDGET_SECONDS
     with _ignore_file(ancestor, query.no_ignore) as ignore_file, root_cwd(ws) as cwd:
         base = _base_args(rg, query.no_ignore, ignore_file)
+        unsorted = _base_args(rg, query.no_ignore, ignore_file, ordered=False)
         pattern = ["--text"] + (["--ignore-case"] if query.ignore_case else [])
         pattern += ["-e", query.pattern, "--"]
         where = start or "."
@@ -244,7 +243,7 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
         # Whichever ends first wins: a probe that fills the answer, or the parallel scan
         # (which then stops the probe).
         scan = _MatchingFiles(
-            [*_unsorted(base), "--files-with-matches", "--null", *pattern, where],
+            [*unsorted, "--files-with-matches", "--null", *pattern, where],
             cwd,
             deadline,
             on_done=probe.expire,
@@ -272,11 +271,6 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
             if stream.stopped:
                 break
     return result
-
-
-def _unsorted(base: list[str]) -> list[str]:
-    at = base.index("--sort")
-    return base[:at] + base[at + 2 :]
 
 
 def _growing_chunks(files: list[str]) -> Iterator[list[str]]:
