@@ -26,6 +26,7 @@ from .core.skills import SkillStore
 from .instructions import INSTRUCTIONS
 from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.audit import AuditMiddleware
+from .middleware.bounds import ArgumentBoundsMiddleware
 from .middleware.budget import AnswerBudgetMiddleware
 from .middleware.errors import ErrorShapingMiddleware, quiet_expected_failures
 from .middleware.journal import JournalMiddleware
@@ -181,6 +182,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
             Pipeline(
                 [
                     *middleware,
+                    ArgumentBoundsMiddleware(),
                     JournalMiddleware(services),
                     AnswerBudgetMiddleware(),
                     ErrorShapingMiddleware(remote_exec_off=not settings.execution_allowed),

@@ -10,7 +10,6 @@ a call.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -18,6 +17,7 @@ import threading
 from typing import Any, TextIO
 
 from .limits import AUDIT_FIELD_CHARS
+from .statefiles import dumps
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -36,7 +36,7 @@ class AuditLog:
             for k, v in record.items()
             if v is not None
         }
-        line = json.dumps(clean, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = dumps(clean) + "\n"
         with self._lock:
             try:
                 if self.path is None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .containment import locate
+from .echo import echo, listing
 from .errors import InvalidArgumentError, NotFoundError, WorkspaceError
 from .fileops import make_directory
 from .limits import CHANGE_DOC_MAX_BYTES, SLUG_MAX_CHARS, STATE_DIR_NAME
@@ -54,7 +55,9 @@ class Listing:
 class Changes:
     def _check_id(self, change_id: str) -> None:
         if not _ID_RE.match(change_id or ""):
-            raise InvalidArgumentError(f"invalid change id {change_id!r}: ids are kebab-case slugs")
+            raise InvalidArgumentError(
+                f"invalid change id '{echo(change_id)}': ids are kebab-case slugs"
+            )
 
     def _ids(self, ws: Workspace) -> list[str]:
         try:
@@ -90,8 +93,9 @@ class Changes:
         self._check_id(change_id)
         record = read_json(ws, "changes", f"{change_id}.json")
         if record is None:
-            available = ", ".join(self._ids(ws)) or "none yet"
-            raise NotFoundError(f'unknown change "{change_id}". Available: {available}')
+            ids = self._ids(ws)
+            available = listing(ids) if ids else "none yet"
+            raise NotFoundError(f'unknown change "{echo(change_id)}". Available: {available}')
         if not isinstance(record, dict) or not isinstance(record.get("tasks", []), list):
             raise WorkspaceError(
                 f"{STATE_DIR_NAME}/changes/{change_id}.json is corrupted (not a change record)"
@@ -201,10 +205,10 @@ class Changes:
             if bad or bad_status:
                 parts = []
                 if bad:
-                    parts.append(f"unknown task ids: {', '.join(bad)}")
+                    parts.append(f"unknown task ids: {listing(bad)}")
                 if bad_status:
                     parts.append(
-                        f"invalid statuses: {', '.join(bad_status)} (use {', '.join(STATUSES)})"
+                        f"invalid statuses: {listing(bad_status)} (use {', '.join(STATUSES)})"
                     )
                 raise InvalidArgumentError("nothing was changed; " + "; ".join(parts))
             stamp = now_iso()

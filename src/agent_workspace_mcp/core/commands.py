@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import features
+from .echo import echo, listing
 from .errors import ConfigError, InvalidArgumentError
 from .limits import BWRAP_PROBE_SECONDS
 
@@ -58,30 +59,30 @@ class Policy:
             target = os.path.realpath(os.path.join(cwd, argv0))
             if self.mode == "any":
                 if not os.access(target, os.X_OK) or os.path.isdir(target):
-                    raise InvalidArgumentError(f"not an executable file: {argv0}")
+                    raise InvalidArgumentError(f"not an executable file: {echo(argv0)}")
                 return target
             name = os.path.basename(argv0)
             self._check_listed(name)
             expected = which(name, self.path_dirs)
             if expected is None or target != expected:
                 raise InvalidArgumentError(
-                    f"{argv0} is not the {name} found on PATH; in allowlist mode run allowlisted "
-                    f"programs by name ({name!r})"
+                    f"{echo(argv0)} is not the {echo(name)} found on PATH; in allowlist mode run "
+                    f"allowlisted programs by name ('{echo(name)}')"
                 )
             return expected
         if self.mode != "any":
             self._check_listed(argv0)
         found = which(argv0, self.path_dirs)
         if found is None:
-            raise InvalidArgumentError(f"command not found on PATH: {argv0}")
+            raise InvalidArgumentError(f"command not found on PATH: {echo(argv0)}")
         return found
 
     def _check_listed(self, name: str) -> None:
         if name not in self.allowlist:
-            allowed = ", ".join(sorted(self.allowlist))
+            allowed = listing(sorted(self.allowlist))
             raise InvalidArgumentError(
-                f"command not allowed: {name} (allowlist: {allowed}; the operator can extend it "
-                "with --shell-allow)"
+                f"command not allowed: {echo(name)} (allowlist: {allowed}; the operator can "
+                "extend it with --shell-allow)"
             )
 
 
@@ -136,11 +137,13 @@ def task_argv(runner: str, task: str, rel_paths: list[str]) -> list[str]:
     """The fixed argv for a runner/task, with contained relative paths appended."""
     tasks = TASKS.get(runner)
     if tasks is None:
-        raise InvalidArgumentError(f"unknown runner {runner!r}; valid runners: {', '.join(TASKS)}")
+        raise InvalidArgumentError(
+            f"unknown runner '{echo(runner)}'; valid runners: {', '.join(TASKS)}"
+        )
     spec = tasks.get(task)
     if spec is None:
         raise InvalidArgumentError(
-            f"runner {runner!r} has no task {task!r}; valid tasks: {', '.join(tasks)}"
+            f"runner '{echo(runner)}' has no task '{echo(task)}'; valid tasks: {', '.join(tasks)}"
         )
     argv = list(spec.argv)
     # "./" keeps a file named like a flag ("-rf") from being read as one.

@@ -23,6 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from .echo import echo
 from .errors import NotFoundError, WorkspaceError
 from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED
 from .process import CappedLog, Child, strip_ansi
@@ -170,7 +171,9 @@ class JobRegistry:
         with self._lock:
             job = self._jobs.get(job_id)
         if job is None or job.owner != owner:
-            raise NotFoundError(f"unknown job: {job_id} (job_status without jobId lists yours)")
+            raise NotFoundError(
+                f"unknown job: {echo(job_id)} (job_status without jobId lists yours)"
+            )
         job.refresh()
         return job
 

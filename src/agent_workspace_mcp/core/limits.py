@@ -105,6 +105,50 @@ TASK_MAX_PATHS = 50  # ours: paths per run_task call
 # a long-running server cannot grow without limit.
 HTTP_TRACKED_SESSIONS = 10_000
 
+# --- input bounds (issue 19) ---------------------------------------------------------
+# ours: an error quotes at most this much of a caller's value, then its length; enough
+# to recognise a path or a name, never a megabyte in the model's context.
+ECHO_CHARS = 120
+# ours (issue 19): an error is one line of at most this many characters ("a few hundred")
+ERROR_MAX_CHARS = 500
+ECHO_LISTED = 10  # ours: "Available: a, b, ... and N more" names at most this many
+IDENTIFIER_MAX_CHARS = 200  # ours: names and ids (the longest we mint is a 60-char slug)
+NAME_MAX_CHARS = 255  # Linux NAME_MAX: one path component (rename_path's newName)
+GLOB_MAX_CHARS = 1000  # ours: a 1 MB glob took 36 s to compile; 1,000 characters takes ms
+# ours: how many patterns a glob's braces may expand to (`{a,b}{c,d}` is 4); reaching
+# wcmatch's default of 1,000 took 0.9 s, and real globs need a handful.
+GLOB_MAX_EXPANSIONS = 100
+TEXT_ARG_MAX_CHARS = 10_000  # ours: titles, goals, notes, task text: a note, not a document
+# Linux MAX_ARG_STRLEN (32 pages): exec refuses one longer argument, so a longer command
+# word or bash script could never run anyway.
+COMMAND_ARG_MAX_CHARS = 128 * KIB
+SHA256_HEX_CHARS = 64
+# ours: how deep an argument value may nest (our deepest schema is 3: edits[].path) and
+# how many items one list or object argument may hold.
+ARGUMENT_MAX_DEPTH = 16
+ARGUMENT_MAX_ITEMS = 1000
+ARGUMENT_DEFAULT_CHARS = 4096  # a string argument not named below: PATH_MAX, as for paths
+# Every string argument's maximum length in characters, by argument name (list items
+# count under their list's name), checked before any work. A tool may refuse less.
+ARGUMENT_CHARS = {
+    **dict.fromkeys(("path", "paths", "source", "destination", "cwd", "file"), PATH_MAX_CHARS),
+    "newName": NAME_MAX_CHARS,
+    **dict.fromkeys(("content", "oldString", "newString"), WRITE_MAX_BYTES),
+    "contentBase64": -(-WRITE_MAX_BYTES // 3) * 4,  # base64 of the largest write
+    "patch": PATCH_MAX_BYTES,
+    **dict.fromkeys(("pattern", "include"), GLOB_MAX_CHARS),  # grep's regex too
+    "command": COMMAND_ARG_MAX_CHARS,
+    "expectedSha256": SHA256_HEX_CHARS,
+    **dict.fromkeys(("goal", "title", "note", "text", "query"), TEXT_ARG_MAX_CHARS),
+    **dict.fromkeys(
+        (
+            "workspace", "changeId", "change", "taskId", "jobId", "name", "runner", "task",
+            "stage", "status", "tag", "tags", "since",
+        ),
+        IDENTIFIER_MAX_CHARS,
+    ),
+}  # fmt: skip
+
 # --- misc (ours) ---------------------------------------------------------------------
 TOOL_SEARCH_RESULTS = 5  # --tool-search: tools per search_tools answer (FastMCP's default)
 GITIGNORE_MAX_BYTES = 1 * MIB  # a .gitignore larger than this is read only this far
@@ -130,6 +174,15 @@ GREP_PROBE_CHECK_SECONDS = 0.01
 GREP_FIRST_CHUNK_FILES = 32
 GREP_CHUNK_MAX_FILES = 1000
 DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's results
+
+# --- frames (issue 19) -----------------------------------------------------------------
+# ours: one stdio line; a 16 MiB write, JSON-escaped or base64-encoded, fits.
+STDIO_FRAME_MAX_BYTES = 32 * MIB
+# the MCP SDK's DEFAULT_MAX_REQUEST_BODY_SIZE: FastMCP 4.2 gives no way to raise it, so
+# over HTTP one request (and so one write_file) is at most 4 MiB.
+HTTP_FRAME_MAX_BYTES = 4 * MIB
+FRAME_ID_MAX_CHARS = IDENTIFIER_MAX_CHARS  # a request id is echoed in its reply
+FRAME_METHOD_MAX_CHARS = IDENTIFIER_MAX_CHARS  # the longest MCP method name is 36
 
 # --- state (seed) ------------------------------------------------------------------
 STATE_DIR_NAME = ".workspace-mcp"  # per-workspace state directory

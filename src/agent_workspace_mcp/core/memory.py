@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from .echo import echo
 from .errors import InvalidArgumentError, WorkspaceError
 from .limits import (
     JOURNAL_FIELD_CHARS,
@@ -47,7 +48,7 @@ def parse_since(value: str) -> datetime:
         parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
     except ValueError:
         raise InvalidArgumentError(
-            f"since must be an ISO 8601 time like 2026-09-18T07:50:12Z, got {value!r}"
+            f"since must be an ISO 8601 time like 2026-09-18T07:50:12Z, got '{echo(value)}'"
         ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 

@@ -25,6 +25,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import threading
 from collections.abc import Callable, Iterator
@@ -224,8 +225,22 @@ def _replace(loc: Located, data: bytes) -> None:
     atomic_write(loc, data)
 
 
+# Characters a JSON state line must not hold raw: U+2028/U+2029 are legal JSON, but
+# line-splitting readers (Python's str.splitlines, some log shippers) break a record in
+# two there; a lone surrogate (from a non-UTF-8 file name, or a library caller) cannot
+# be encoded as UTF-8 at all. Escaped, each reads back as the same character.
+_UNSAFE_IN_LINES = re.compile("[\u2028\u2029\ud800-\udfff]")
+
+
+def dumps(value: Any, indent: int | None = None) -> str:
+    """JSON for a state file: readable (non-ASCII kept), one record per line, always UTF-8."""
+    separators = None if indent else (",", ":")
+    text = json.dumps(value, indent=indent, ensure_ascii=False, separators=separators)
+    return _UNSAFE_IN_LINES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def write_json(ws: Workspace, value: Any, *parts: str) -> None:
-    data = (json.dumps(value, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    data = (dumps(value, indent=2) + "\n").encode("utf-8")
     with locate(ws, state_rel(ws, *parts), create_parents=True, follow_final=False) as loc:
         _replace(loc, data)
 
@@ -264,9 +279,7 @@ class JsonlStream:
         self.max_bytes = max_bytes
 
     def append(self, record: dict[str, Any], *, locked: bool = False) -> None:
-        line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode(
-            "utf-8"
-        )
+        line = (dumps(record) + "\n").encode("utf-8")
         lock = contextlib.nullcontext() if locked else state_lock(self.ws)
         with (
             lock,

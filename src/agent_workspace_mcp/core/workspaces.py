@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
+from .echo import echo, listing
 from .errors import ConfigError, UnknownWorkspaceError
 from .limits import STATE_DIR_NAME
 
@@ -126,8 +127,8 @@ class WorkspaceRegistry:
         for name, path in extra:
             if not WORKSPACE_NAME_RE.match(name):
                 raise ConfigError(
-                    f'invalid workspace name "{name}": use lowercase letters, digits, "_" and "-",'
-                    " starting with a letter or digit"
+                    f'invalid workspace name "{echo(name)}": use lowercase letters, digits, "_" '
+                    'and "-", starting with a letter or digit'
                 )
             if any(existing == name for existing, _ in pairs):
                 raise ConfigError(f'duplicate workspace name "{name}"')
@@ -160,12 +161,13 @@ class WorkspaceRegistry:
         """A configured workspace by name (the primary for None); ignores any session."""
         if name is None or name == "":
             return self.primary
+        if not isinstance(name, str):
+            raise UnknownWorkspaceError("workspace must be a workspace name (a string)")
         try:
             return self._by_name[name]
         except KeyError:
-            available = ", ".join(self._by_name)
             raise UnknownWorkspaceError(
-                f'unknown workspace "{name}". Available: {available}'
+                f'unknown workspace "{echo(name)}". Available: {listing(self._by_name)}'
             ) from None
 
     def roots(self) -> list[str]:
@@ -219,7 +221,7 @@ class WorkspaceView:
         if name not in (None, "", self._confined.name):
             assert self.subpath is not None
             raise UnknownWorkspaceError(
-                f'unknown workspace "{name}": this session is confined to {self.subpath.rel} '
+                f'unknown workspace "{echo(name)}": this session is confined to {self.subpath.rel} '
                 f'of "{self._confined.name}"'
             )
         return self._confined

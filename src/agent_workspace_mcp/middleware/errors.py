@@ -18,7 +18,9 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from pydantic import ValidationError as PydanticValidationError
 
+from ..core.echo import bounded, echo
 from ..core.errors import WorkspaceError, describe_os_error
+from ..core.limits import IDENTIFIER_MAX_CHARS
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -40,7 +42,8 @@ def quiet_expected_failures() -> None:
 
 
 def one_line(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
+    """An error as the model gets it: one line, held to ERROR_MAX_CHARS (issue 19)."""
+    return bounded(re.sub(r"\s+", " ", text).strip())
 
 
 def expected_failure(exc: ToolError) -> str | None:
@@ -50,7 +53,7 @@ def expected_failure(exc: ToolError) -> str | None:
     if isinstance(cause, WorkspaceError):
         return one_line(str(cause))
     if isinstance(cause, OSError):
-        return describe_os_error(cause)
+        return one_line(describe_os_error(cause))
     return None
 
 
@@ -101,7 +104,7 @@ def describe_validation(tool: str, exc: PydanticValidationError, schema: dict) -
         elif kind == "unexpected_keyword_argument" or kind == "extra_forbidden":
             valid = _fields_at(schema, loc) if len(loc) > 1 else list(schema.get("properties", {}))
             hint = f" (valid: {', '.join(valid)})" if valid else ""
-            problems.append(f"unknown argument '{name}'{hint}")
+            problems.append(f"unknown argument '{echo(name)}'{hint}")
         elif kind == "list_type":
             example = LIST_EXAMPLES.get(str(loc[0]) if loc else "", '["..."]')
             problems.append(f"'{name}' must be a JSON array, e.g. {example}")
@@ -111,7 +114,7 @@ def describe_validation(tool: str, exc: PydanticValidationError, schema: dict) -
     more = len(exc.errors()) - len(problems)
     if more > 0:
         problems.append(f"{more} more")
-    return f"invalid arguments for {tool}: " + "; ".join(problems)
+    return one_line(f"invalid arguments for {tool}: " + "; ".join(problems))
 
 
 # Tools that exist but are off unless the operator enables them, and how.
@@ -127,6 +130,8 @@ ENABLED_BY = {
 
 def unknown_tool(name: str, available: list[str], remote_exec_off: bool) -> str:
     """One sentence for a tool name we do not serve: how to enable it, or the near miss."""
+    if len(name) > IDENTIFIER_MAX_CHARS:
+        return f"unknown tool '{echo(name)}': tools/list shows the available tools"
     if name in ENABLED_BY:
         if remote_exec_off:
             return (
@@ -138,7 +143,7 @@ def unknown_tool(name: str, available: list[str], remote_exec_off: bool) -> str:
 
     close = difflib.get_close_matches(name, available, n=1, cutoff=0.6)
     hint = f"did you mean {close[0]}?" if close else "tools/list shows the available tools"
-    return f"unknown tool {name!r}: {hint}"
+    return f"unknown tool '{echo(name)}': {hint}"
 
 
 class ErrorShapingMiddleware(Middleware):

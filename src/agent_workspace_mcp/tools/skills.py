@@ -13,6 +13,7 @@ from fastmcp.skills import Skill
 from fastmcp.skills.provider import SkillCatalogProvider
 from pydantic import Field, ValidationError
 
+from ..core.echo import echo, listing
 from ..core.errors import BinaryFileError, NotFoundError
 from ..core.limits import SKILL_FILES_LISTED
 from ..core.skills import SkillInfo
@@ -115,8 +116,8 @@ def skill(
     candidates = [info for info, _ in usable_skills(services, workspace)]
     found = next((s for s in candidates if s.name == name), None)
     if found is None:
-        available = ", ".join(s.name for s in candidates) or "none installed"
-        raise NotFoundError(f'unknown skill "{name}". Available: {available}')
+        available = listing(s.name for s in candidates) if candidates else "none installed"
+        raise NotFoundError(f'unknown skill "{echo(name)}". Available: {available}')
     if file is not None:
         return _bundled(found, file)
     parts = [f"# skill: {found.name}", found.description]

@@ -32,9 +32,10 @@ from ..configuration import is_loopback, is_wildcard
 from ..console import say
 from ..core import containment
 from ..core.errors import WorkspaceError
-from ..core.limits import HTTP_TRACKED_SESSIONS
+from ..core.limits import HTTP_FRAME_MAX_BYTES, HTTP_TRACKED_SESSIONS
 from ..core.workspaces import Subpath
 from ..services import Services
+from .frames import BadFrame, check_frame, too_large
 
 log = logging.getLogger("agent_workspace_mcp")
 MCP_PATH = "/mcp"
@@ -148,6 +149,61 @@ class ApiKeyHeader:
         await self.app(scope, receive, explained)
 
 
+class FrameGuard:
+    """Every POSTed frame read within HTTP_FRAME_MAX_BYTES and checked before the SDK
+    sees it (issue 19): a bad one gets a JSON-RPC error body (400, or 413 when too
+    large) instead of the SDK's pydantic dump or plain-text 413. Runs after the auth
+    layer, so an anonymous caller's body is never read."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        user = scope.get("user")
+        if user is not None and not getattr(user, "is_authenticated", False):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > HTTP_FRAME_MAX_BYTES:
+                await _json_rpc_error(send, 413, too_large(HTTP_FRAME_MAX_BYTES))
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        bad = check_frame(body)
+        if bad is not None:
+            await _json_rpc_error(send, 400, bad)
+            return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _json_rpc_error(send, status: int, bad: BadFrame) -> None:
+    body = bad.reply()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
 @dataclass
 class SessionInfo:
     subject: str | None
@@ -238,7 +294,7 @@ def build_http_app(app: FastMCP, services: Services):
         path=MCP_PATH,
         stateless_http=settings.stateless,
         json_response=False,  # progress/log notifications need SSE responses
-        middleware=[Middleware(SessionGuard, services=services)],
+        middleware=[Middleware(SessionGuard, services=services), Middleware(FrameGuard)],
     )
     wrapped_lifespan = inner.router.lifespan_context
 

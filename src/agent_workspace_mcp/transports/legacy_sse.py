@@ -22,6 +22,7 @@ from ..core.limits import HTTP_TRACKED_SESSIONS
 from ..services import Services
 from .http import (
     SUBPATH_HEADER,
+    FrameGuard,
     SessionInfo,
     _headers,
     _plain,
@@ -100,7 +101,7 @@ def build_legacy_sse_app(app: FastMCP, services: Services):
     return app.http_app(
         transport="sse",
         path=SSE_PATH,
-        middleware=[Middleware(LegacySessionGuard, services=services)],
+        middleware=[Middleware(LegacySessionGuard, services=services), Middleware(FrameGuard)],
     )
 
 

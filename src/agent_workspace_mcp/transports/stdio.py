@@ -1,24 +1,145 @@
-"""Serve over stdio, with a shutdown that always runs the cleanup.
+"""Serve over stdio: every frame answered, and a shutdown that always runs the cleanup.
 
-FastMCP 4.2's `run()` skips the lifespan cleanup on SIGTERM and, on SIGINT, waits for
-stdin to close before exiting. A desktop client that stops us with a signal would
-then leave background processes behind. So we watch for SIGTERM/SIGINT ourselves,
-run the same idempotent cleanup the lifespan runs, and leave with `os._exit(0)`:
-the SDK's stdin reader is a blocking thread that a normal return would wait on.
+Frames. The MCP SDK's stdio reader drops a line it cannot parse without a reply and
+reads a line of any length into memory. We read stdin ourselves, in lines of at most
+STDIO_FRAME_MAX_BYTES, check each frame (`frames.check_frame`), answer a bad one with
+a JSON-RPC error and hand only good ones to the SDK's own `stdio_server` (through its
+public explicit-stream parameters). FastMCP 4.2's `run_stdio_async` has no way to pass
+those streams, so `_serve` repeats its ten lines (lifespan, transport marker, the
+low-level server's `run`), as FastMCP's own in-memory transport does.
+While serving, fd 0 reads /dev/null and fd 1 writes to stderr, so a child process or a
+stray print can neither eat a frame nor tear one (the SDK does the same for itself).
+
+Shutdown. FastMCP 4.2's `run()` skips the lifespan cleanup on SIGTERM and, on SIGINT,
+waits for stdin to close before exiting. A desktop client that stops us with a signal
+would then leave background processes behind. So we watch for SIGTERM/SIGINT
+ourselves, run the same idempotent cleanup the lifespan runs, and leave with
+`os._exit(0)`: the stdin reader is a blocking thread that a normal return would wait on.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
+import sys
 import threading
+from typing import BinaryIO
 
 import anyio
 from fastmcp import FastMCP
 
 from ..console import say
-from ..core.limits import SHUTDOWN_CLEANUP_SECONDS
+from ..core.limits import SHUTDOWN_CLEANUP_SECONDS, STDIO_FRAME_MAX_BYTES
 from ..services import Services
+from .frames import BadFrame, check_frame, too_large
+
+_DISCARD_CHUNK = 1 << 20  # an over-long line is skipped a MiB at a time
+
+
+class _Wire:
+    """fd 0 and 1 claimed for the protocol: private duplicates carry the frames while the
+    standard descriptors point at /dev/null and stderr; both are restored on exit."""
+
+    def __enter__(self) -> _Wire:
+        sys.stdout.flush()
+        try:
+            self.stdin_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+            self.stdout_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.close(null)
+            os.dup2(2, 1)
+            self.claimed = True
+        except OSError:  # no descriptors to spare: serve them in place
+            self.stdin_fd, self.stdout_fd, self.claimed = 0, 1, False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.claimed:
+            os.dup2(self.stdin_fd, 0)
+            os.dup2(self.stdout_fd, 1)
+
+
+class _Out:
+    """stdout for the SDK's writer and for our error replies: one whole line per write,
+    in order (a lock), written from a worker thread so a slow reader never blocks the loop."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.lock = anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        await self.send(text.encode("utf-8"))
+
+    async def flush(self) -> None:  # every write above is already on the wire
+        return None
+
+    async def send(self, data: bytes) -> None:
+        async with self.lock:
+            await anyio.to_thread.run_sync(self._write_all, data)
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view) :]
+
+
+class _Frames:
+    """stdin as checked frames, for the SDK's reader (`async for line in stdin`)."""
+
+    def __init__(self, fd: int, out: _Out) -> None:
+        self.reader: BinaryIO = open(fd, "rb", buffering=64 * 1024, closefd=False)  # noqa: SIM115
+        self.out = out
+
+    def __aiter__(self) -> _Frames:
+        return self
+
+    async def __anext__(self) -> bytes:
+        while True:
+            got = await anyio.to_thread.run_sync(self._next, abandon_on_cancel=True)
+            if got is None:
+                raise StopAsyncIteration
+            if isinstance(got, BadFrame):
+                await self.out.send(got.reply() + b"\n")
+                continue
+            return got
+
+    def _next(self) -> bytes | BadFrame | None:
+        """The next frame, the answer to a bad one, or None at the end of input."""
+        while True:
+            try:
+                line = self.reader.readline(STDIO_FRAME_MAX_BYTES + 1)
+            except OSError:
+                return None
+            if not line:
+                return None
+            if len(line) > STDIO_FRAME_MAX_BYTES and not line.endswith(b"\n"):
+                while (rest := self.reader.readline(_DISCARD_CHUNK)) and not rest.endswith(b"\n"):
+                    pass
+                return too_large(STDIO_FRAME_MAX_BYTES)
+            if line.strip():  # blank lines are not frames
+                return check_frame(line) or line
+
+
+async def _serve(app: FastMCP, log_level: str | None) -> None:
+    from fastmcp.server.context import reset_transport, set_transport
+    from fastmcp.utilities.logging import temporary_log_level
+    from mcp.server.stdio import stdio_server
+
+    token = set_transport("stdio")
+    try:
+        with temporary_log_level(log_level), _Wire() as wire:
+            out = _Out(wire.stdout_fd)
+            frames = _Frames(wire.stdin_fd, out)
+            async with (
+                app._lifespan_manager(),
+                stdio_server(stdin=frames, stdout=out) as (read_stream, write_stream),  # type: ignore[arg-type]
+            ):
+                server = app._mcp_server
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        reset_transport(token)
 
 
 def _finish_and_exit(services: Services, reason: str) -> None:
@@ -41,7 +162,7 @@ def run_stdio(app: FastMCP, services: Services, ready_line: str) -> int:
 
             group.start_soon(on_signal)
             say(ready_line)
-            await app.run_stdio_async(show_banner=False, log_level=services.settings.log_level)
+            await _serve(app, services.settings.log_level)
             group.cancel_scope.cancel()
 
     anyio.run(main)

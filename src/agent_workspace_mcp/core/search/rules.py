@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from re import _constants as sre_constants  # the stdlib regex parser (Python 3.11+)
 from re import _parser as sre_parse
 
+from ..echo import echo
 from ..errors import InvalidArgumentError
-from ..limits import IGNORED_DIRS
+from ..limits import GLOB_MAX_EXPANSIONS, IGNORED_DIRS
 
 IGNORED_DIR_NAMES = frozenset(IGNORED_DIRS)
 
@@ -48,11 +49,18 @@ def compile_glob(text: str | None) -> Glob | None:
     if pattern.startswith("./"):
         pattern = pattern[2:]
     from wcmatch import glob as wcglob  # lazily: only searches with a glob need it
+    from wcmatch._wcparse import PatternLimitException  # documented, exported only here
 
+    flags = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB
     try:
-        matcher = wcglob.compile(pattern, flags=wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB)
+        matcher = wcglob.compile(pattern, flags=flags, limit=GLOB_MAX_EXPANSIONS)
+    except PatternLimitException:
+        raise InvalidArgumentError(
+            f"glob expands to more than {GLOB_MAX_EXPANSIONS} patterns (braces multiply); "
+            "use fewer {a,b} groups"
+        ) from None
     except (ValueError, re.error) as exc:
-        raise InvalidArgumentError(f"invalid glob {text!r}: {exc}") from None
+        raise InvalidArgumentError(f"invalid glob '{echo(text)}': {echo(str(exc))}") from None
     return Glob(text, "/" not in pattern, matcher)
 
 

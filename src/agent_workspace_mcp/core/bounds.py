@@ -1,0 +1,47 @@
+"""Every argument bounded before any work (issue 19).
+
+One walk over a call's arguments, without recursion: each string against its
+argument's limit (`limits.ARGUMENT_CHARS`, list items under their list's name), each
+list and object against an item count, and the nesting against a depth. The answer is
+one sentence naming the limit, or None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .echo import echo
+from .limits import (
+    ARGUMENT_CHARS,
+    ARGUMENT_DEFAULT_CHARS,
+    ARGUMENT_MAX_DEPTH,
+    ARGUMENT_MAX_ITEMS,
+    IDENTIFIER_MAX_CHARS,
+)
+
+
+def argument_problem(arguments: dict[str, Any]) -> str | None:
+    pending: list[tuple[str, Any, int]] = [("arguments", arguments, 0)]
+    while pending:
+        name, value, depth = pending.pop()
+        if isinstance(value, str):
+            limit = ARGUMENT_CHARS.get(name, ARGUMENT_DEFAULT_CHARS)
+            if len(value) > limit:
+                return f"'{echo(name)}' is {len(value):,} characters long; the limit is {limit:,}"
+        elif isinstance(value, dict | list):
+            if depth >= ARGUMENT_MAX_DEPTH:
+                return f"'{echo(name)}' nests deeper than {ARGUMENT_MAX_DEPTH} levels"
+            if len(value) > ARGUMENT_MAX_ITEMS:
+                limit = ARGUMENT_MAX_ITEMS
+                return f"'{echo(name)}' holds {len(value):,} items; the limit is {limit:,}"
+            if isinstance(value, list):
+                pending.extend((name, item, depth + 1) for item in value)
+                continue
+            for key, item in value.items():
+                if not isinstance(key, str) or len(key) > IDENTIFIER_MAX_CHARS:
+                    return (
+                        f"an argument name is longer than {IDENTIFIER_MAX_CHARS} characters "
+                        f"({echo(key)})"
+                    )
+                pending.append((key, item, depth + 1))
+    return None

@@ -1,0 +1,49 @@
+"""Caller input quoted back in an answer, bounded (issue 19).
+
+An error that repeats what was sent must not grow with it: a 1 MB workspace name would
+otherwise come back as a 1 MB error in the model's context. Every message that quotes
+input or lists what exists goes through these two functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from .limits import ECHO_CHARS, ECHO_LISTED, ERROR_MAX_CHARS
+
+_LONG_WORD = re.compile(rf"\S{{{ECHO_CHARS + 1},}}")
+
+
+def echo(value: object, limit: int = ECHO_CHARS) -> str:
+    """`value` as one short line: non-printable characters escaped, anything past
+    `limit` characters replaced by its length."""
+    text = value if isinstance(value, str) else repr(value)
+    head = text[:limit]
+    if not head.isprintable():
+        head = "".join(c if c.isprintable() else repr(c)[1:-1] for c in head)
+    if len(text) > limit:
+        return f"{head}… ({len(text):,} characters)"
+    return head
+
+
+def listing(items: Iterable[object], limit: int = ECHO_LISTED) -> str:
+    """The first `limit` items, comma-separated, then how many more ("none" if empty)."""
+    shown: list[str] = []
+    more = 0
+    for item in items:
+        if len(shown) < limit:
+            shown.append(echo(item))
+        else:
+            more += 1
+    text = ", ".join(shown) if shown else "none"
+    return f"{text} and {more:,} more" if more else text
+
+
+def bounded(message: str, limit: int = ERROR_MAX_CHARS) -> str:
+    """A message held to `limit` characters: over-long words (a deep path, a pasted
+    value) are clipped like `echo` first, then the end if it is still too long."""
+    if len(message) <= limit:
+        return message
+    message = _LONG_WORD.sub(lambda m: echo(m.group()), message)
+    return message if len(message) <= limit else message[: limit - 1] + "…"
