@@ -4,6 +4,7 @@ quote input clipped, "Available:" lists bounded, state lines safe for line split
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -148,6 +149,16 @@ async def test_state_lines_survive_line_splitters(client: Client, ws: Path) -> N
         )
     # recall shows line separators escaped, so a note can never fake a second line
     assert "before\\u2028between\\u2029after" in await ok(client, "recall")
+
+
+async def test_non_utf8_file_names_are_shown_escaped(client: Client, ws: Path) -> None:
+    try:
+        (ws / os.fsdecode(b"\xffodd.txt")).write_text("hello\n")
+    except OSError:
+        pytest.skip("this file system refuses file names that are not UTF-8")
+    # Before: the answer held U+DCFF, could not be serialized, and the client got no reply.
+    assert await ok(client, "list_files") == "\\xffodd.txt"
+    assert (await ok(client, "grep", pattern="hello")).startswith("\\xffodd.txt:1: hello")
 
 
 def test_echo_listing_and_bounded() -> None:

@@ -8,7 +8,7 @@ nesting, unicode edge cases, paths outside the root). On every call:
 - an answer arrives within CALL_BOUND_SECONDS;
 - an error is one line of at most ERROR_MAX_CHARS, with no traceback, framework
   text or "internal error";
-- no answer exceeds the answer budget;
+- no answer exceeds the answer budget, and every answer can be sent as UTF-8 JSON;
 - nothing outside the root changes;
 - the server answers the next request.
 
@@ -19,6 +19,7 @@ The default run is short and derandomized (fixed seed). Before a release run lon
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
@@ -174,6 +175,8 @@ def make_tree(tmp: Path) -> tuple[Path, Path, Path]:
     (root / "src" / "m.py").write_text("def main():\n    return 1\n")
     (root / "blob.bin").write_bytes(bytes(range(256)))
     (root / "link-out").symlink_to(outside)
+    with contextlib.suppress(OSError):  # a file name that is not UTF-8 (refused on macOS)
+        Path(os.fsdecode(bytes(root / "src") + b"/\xffodd.txt")).write_text("odd name\n")
     (other / "b.md").write_text("# other\n")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
     subprocess.run([*git, "init", "-q"], check=True)
@@ -203,6 +206,10 @@ def problems_with(result, elapsed_ok: bool) -> list[str]:
     texts = [getattr(b, "text", "") or "" for b in result.content]
     size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
     size += sum(len(getattr(b, "data", "") or "") for b in result.content)
+    try:
+        "".join(texts).encode("utf-8")
+    except UnicodeEncodeError:
+        found.append("answer holds a lone surrogate, which JSON on the wire cannot carry")
     if size > ANSWER_HARD_BYTES:
         found.append(f"answer of {size} bytes exceeds {ANSWER_HARD_BYTES}")
     if result.is_error:

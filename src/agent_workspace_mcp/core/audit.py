@@ -16,10 +16,21 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from .limits import AUDIT_FIELD_CHARS
+from .limits import AUDIT_FIELD_CHARS, AUDIT_PATHS_LISTED
 from .statefiles import dumps
 
 log = logging.getLogger("agent_workspace_mcp")
+
+
+def _clipped(value: Any) -> Any:
+    """A field held to AUDIT_FIELD_CHARS, a list (the paths) to AUDIT_PATHS_LISTED items."""
+    if isinstance(value, str):
+        return value[:AUDIT_FIELD_CHARS]
+    if isinstance(value, list):
+        kept = [_clipped(item) for item in value[:AUDIT_PATHS_LISTED]]
+        more = len(value) - len(kept)
+        return [*kept, f"... and {more} more"] if more > 0 else kept
+    return value
 
 
 class AuditLog:
@@ -31,11 +42,7 @@ class AuditLog:
         self._failed = False
 
     def write(self, record: dict[str, Any]) -> None:
-        clean = {
-            k: (v[:AUDIT_FIELD_CHARS] if isinstance(v, str) else v)
-            for k, v in record.items()
-            if v is not None
-        }
+        clean = {k: _clipped(v) for k, v in record.items() if v is not None}
         line = dumps(clean) + "\n"
         with self._lock:
             try:

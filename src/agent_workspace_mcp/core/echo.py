@@ -13,6 +13,24 @@ from collections.abc import Iterable
 from .limits import ECHO_CHARS, ECHO_LISTED, ERROR_MAX_CHARS
 
 _LONG_WORD = re.compile(rf"\S{{{ECHO_CHARS + 1},}}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def wire_safe(text: str) -> str:
+    """`text` with every lone surrogate escaped, so JSON on the wire can carry it.
+
+    A file name that is not UTF-8 reaches Python as surrogates (`surrogateescape`: byte
+    0xff becomes U+DCFF); an answer holding one cannot be serialized, and the SDK then
+    drops the reply. The raw byte is shown as `\\xff`, any other surrogate as `\\udXXX`.
+    """
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:

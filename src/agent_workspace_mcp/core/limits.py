@@ -209,6 +209,7 @@ SKILL_FILES_LISTED = 200  # ours: bundled paths shown by the skill tool; the res
 
 # --- audit (ours; "rotated like the journal", issue 7) ---------------------------------
 AUDIT_FIELD_CHARS = 300
+AUDIT_PATHS_LISTED = 50  # paths one audit record names; the rest are counted
 
 # --- git (seed unless marked) -------------------------------------------------------
 GIT_STATUS_TIMEOUT_SECONDS = 10.0

@@ -41,7 +41,8 @@ def _argument_paths(arguments: dict) -> list[str]:
             paths.append(value)
         elif isinstance(value, list):
             paths.extend(v for v in value if isinstance(v, str))
-    for edit in arguments.get("edits") or []:
+    edits = arguments.get("edits")
+    for edit in edits if isinstance(edits, list) else ():
         if isinstance(edit, dict) and isinstance(edit.get("path"), str):
             paths.append(edit["path"])
     return paths

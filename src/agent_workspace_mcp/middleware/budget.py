@@ -13,6 +13,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
+from ..core.echo import wire_safe
 from ..core.limits import ANSWER_HARD_BYTES
 
 
@@ -37,7 +38,7 @@ class AnswerBudgetMiddleware(Middleware):
         content = []
         for block in result.content:
             if isinstance(block, TextContent):
-                text = within_budget(block.text)
+                text = within_budget(wire_safe(block.text))
                 if text is not block.text:
                     block = TextContent(type="text", text=text)
                     changed = True

@@ -18,7 +18,7 @@ from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from pydantic import ValidationError as PydanticValidationError
 
-from ..core.echo import bounded, echo
+from ..core.echo import bounded, echo, wire_safe
 from ..core.errors import WorkspaceError, describe_os_error
 from ..core.limits import IDENTIFIER_MAX_CHARS
 
@@ -43,7 +43,7 @@ def quiet_expected_failures() -> None:
 
 def one_line(text: str) -> str:
     """An error as the model gets it: one line, held to ERROR_MAX_CHARS (issue 19)."""
-    return bounded(re.sub(r"\s+", " ", text).strip())
+    return bounded(wire_safe(re.sub(r"\s+", " ", text).strip()))
 
 
 def expected_failure(exc: ToolError) -> str | None:
