@@ -438,5 +438,10 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":  # `python -m agent_workspace_mcp.configuration` > README table
-    print(markdown_table())
+if __name__ == "__main__":  # `python -m agent_workspace_mcp.configuration [--limits]`
+    if "--limits" in sys.argv[1:]:
+        from .core.bounds import limits_table
+
+        print(limits_table())  # README's input-limits table
+    else:
+        print(markdown_table())  # README's settings table

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -172,4 +173,16 @@ def test_echo_listing_and_bounded() -> None:
     assert len(message) <= limits.ERROR_MAX_CHARS and message.startswith("not found: d/d/")
     assert (
         bounded("x " * 1000).endswith("…") and len(bounded("x " * 1000)) == limits.ERROR_MAX_CHARS
+    )
+
+
+def test_the_readme_limits_table_is_generated() -> None:
+    from agent_workspace_mcp.core.bounds import limits_table
+
+    text = (Path(__file__).parents[2] / "README.md").read_text()
+    match = re.search(r"<!-- limits:start -->\n(.*?)\n<!-- limits:end -->", text, re.S)
+    assert match, "README.md lacks the generated input-limits table markers"
+    assert match.group(1) == limits_table(), (
+        "README.md's input-limits table is stale: regenerate it with "
+        "`python -m agent_workspace_mcp.configuration --limits`"
     )

@@ -45,3 +45,38 @@ def argument_problem(arguments: dict[str, Any]) -> str | None:
                     )
                 pending.append((key, item, depth + 1))
     return None
+
+
+def _size(n: int) -> str:
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n:,}"
+
+
+def limits_table() -> str:
+    """The README's input-limits table, generated from the limits module (a test keeps
+    the README equal to it: `python -m agent_workspace_mcp.configuration --limits`)."""
+    from . import limits
+
+    by_limit: dict[int, list[str]] = {}
+    for name, limit in limits.ARGUMENT_CHARS.items():
+        by_limit.setdefault(limit, []).append(f"`{name}`")
+    rows = [
+        (", ".join(names), f"{limit:,} characters") for limit, names in sorted(by_limit.items())
+    ]
+    rows += [
+        ("any other string argument", f"{limits.ARGUMENT_DEFAULT_CHARS:,} characters"),
+        ("items in one list or object argument", f"{limits.ARGUMENT_MAX_ITEMS:,}"),
+        ("nesting of an argument value", f"{limits.ARGUMENT_MAX_DEPTH} levels"),
+        ("patterns a glob's `{a,b}` braces expand to", f"{limits.GLOB_MAX_EXPANSIONS}"),
+        ("one stdio frame (a line)", f"{_size(limits.STDIO_FRAME_MAX_BYTES)}"),
+        ("one HTTP request body", f"{_size(limits.HTTP_FRAME_MAX_BYTES)}"),
+        ("a JSON-RPC `id` or `method`", f"{limits.FRAME_ID_MAX_CHARS} characters"),
+        ("an error sentence", f"{limits.ERROR_MAX_CHARS} characters, one line"),
+        ("input quoted in an error", f"{limits.ECHO_CHARS} characters, then its length"),
+        ("names listed in an error", f"{limits.ECHO_LISTED}, then `and N more`"),
+    ]
+    lines = ["| Input | Limit |", "| --- | --- |"]
+    lines += [f"| {what} | {limit} |" for what, limit in rows]
+    return "\n".join(lines)
