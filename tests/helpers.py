@@ -40,7 +40,7 @@ async def fails(client: Client, tool: str, **arguments) -> str:
     assert "\n" not in answer.text, f"error is not one line: {answer.text!r}"
     assert "Traceback" not in answer.text and answer.text.strip(), answer.text
     assert len(answer.text) < 400, answer.text
-    assert (await call(client, "workspace_list")).is_error is False
+    assert await client.list_tools()  # the server still answers (any profile)
     return answer.text
 
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from fastmcp import Client
 
+from agent_workspace_mcp import Settings
 from agent_workspace_mcp.middleware.arguments import snake_to_camel
+from tests.conftest import open_client
 from tests.helpers import call, fails, ok
 
 
@@ -54,3 +56,22 @@ async def test_validation_errors_are_one_sentence(client: Client) -> None:
         " (valid: path, offset, limit, workspace)"
     )
     assert (await call(client, "no_such_tool")).is_error
+
+
+async def test_renamed_tools_get_the_same_sentences_and_repair(tmp_path: Path) -> None:
+    # Found by the fuzz: FastMCP's transformed (renamed) tools raise a TypeError for a
+    # missing or unknown argument, which read "internal error in search_text".
+    (tmp_path / "a.txt").write_text("Alpha\n")
+    settings = Settings(root=str(tmp_path), profile="coding-agent")
+    async with open_client(settings) as client:
+        assert await fails(client, "search_text") == (
+            "invalid arguments for search_text: missing required argument 'pattern'"
+        )
+        message = await fails(client, "search_text", patern="x")
+        assert message.startswith(
+            "invalid arguments for search_text: unknown argument 'patern' (valid: pattern,"
+        )
+        # ...and the snake_case repair reaches them too.
+        assert "a.txt:1: Alpha" in await ok(
+            client, "search_text", pattern="alpha", ignore_case=True
+        )

@@ -101,6 +101,18 @@ async def test_depth_items_and_argument_names_are_bounded(everything) -> None:
     assert "an argument name is longer than" in text and "(1,000,000 characters)" in text
 
 
+async def test_lone_surrogates_are_refused_before_any_work(everything) -> None:
+    client, _ = everything
+    # Found by the fuzz: the OS cannot encode "\udecb", and delete_path ended in an
+    # internal error. Over the wire the frame check refuses it; in-process, this does.
+    text = await fails(client, "delete_path", path="a\udecbb")
+    assert text == (
+        "invalid arguments for delete_path: 'path' holds a lone surrogate (\\udecb); "
+        "arguments must be valid Unicode"
+    )
+    assert "lone surrogate" in await fails(client, "run_command", command=["echo", "\ud800"])
+
+
 async def test_errors_that_quote_input_are_clipped(everything) -> None:
     client, _ = everything
     for tool, arguments in [

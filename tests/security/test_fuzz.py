@@ -37,7 +37,11 @@ from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core.limits import ANSWER_HARD_BYTES, ERROR_MAX_CHARS
 from tests.security.test_sandbox import bwrap_usable
 
-EXAMPLES = int(os.environ.get("AWM_FUZZ_EXAMPLES", "6"))
+EXAMPLES = int(os.environ.get("AWM_FUZZ_EXAMPLES", "10"))
+# The other profiles rename tools and add adapters (persona's read/edit, bash); they
+# share most code with the default surface, so they get a shorter run.
+PROFILES = {"workspace-mcp": EXAMPLES, "persona": max(1, EXAMPLES // 3),
+            "coding-agent": max(1, EXAMPLES // 3)}  # fmt: skip
 SEED = int(os.environ.get("AWM_FUZZ_SEED", "19"))
 CALL_BOUND_SECONDS = 30.0  # grep's own budget is 20 s; everything else answers in ms
 FRAMEWORK_TEXT = (
@@ -185,18 +189,19 @@ def make_tree(tmp: Path) -> tuple[Path, Path, Path]:
     return root, other, outside
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory) -> Iterator[tuple]:
+@pytest.fixture(scope="module", params=list(PROFILES))
+def served(request, tmp_path_factory) -> Iterator[tuple]:
     root, other, outside = make_tree(tmp_path_factory.mktemp("fuzz"))
     boxed = bwrap_usable() is None
     options = dict(shell_mode="any", tasks=True, sandbox="bwrap") if boxed else {}
-    settings = Settings(root=str(root), workspaces=(("other", str(other)),), **options)
+    settings = Settings(root=str(root), workspaces=(("other", str(other)),),
+                        profile=request.param, **options)  # fmt: skip
     with start_blocking_portal() as portal:
         client = Client(create_server(settings))
         portal.call(client.__aenter__)
         try:
             tools = portal.call(client.list_tools)
-            yield portal, client, tools, outside, boxed
+            yield portal, client, tools, outside, boxed, PROFILES[request.param]
         finally:
             portal.call(client.__aexit__, None, None, None)
 
@@ -223,10 +228,10 @@ def problems_with(result, elapsed_ok: bool) -> list[str]:
 
 
 def test_every_tool_from_its_schema(served) -> None:
-    portal, client, tools, outside, boxed = served
+    portal, client, tools, outside, boxed, examples = served
     if not boxed:
         tools = [t for t in tools if t.name not in COMMAND_TOOLS]
-    assert len(tools) >= 25, [t.name for t in tools]
+    assert len(tools) >= 5, [t.name for t in tools]
     strings = hostile_strings(outside)
     junk = garbage(strings)
     plans = [(t.name, arguments(t.input_schema, strings, junk)) for t in tools]
@@ -239,7 +244,7 @@ def test_every_tool_from_its_schema(served) -> None:
 
     @seed(SEED)
     @settings(
-        max_examples=EXAMPLES, deadline=None, database=None, derandomize=False,
+        max_examples=examples, deadline=None, database=None, derandomize=False,
         suppress_health_check=list(HealthCheck),
     )  # fmt: skip
     @given(data=st.data())
@@ -255,6 +260,6 @@ def test_every_tool_from_its_schema(served) -> None:
             shown = repr(args)[:300]
             assert not found, f"{name}({shown}): " + "; ".join(found)
             assert snapshot(outside) == before, f"{name}({shown}) changed a file outside the root"
-            portal.call(client.call_tool, "workspace_list", {})
+            portal.call(client.list_tools)  # the server still answers
 
     run()

@@ -8,6 +8,7 @@ one sentence naming the limit, or None.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .echo import echo
@@ -19,6 +20,8 @@ from .limits import (
     IDENTIFIER_MAX_CHARS,
 )
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def argument_problem(arguments: dict[str, Any]) -> str | None:
     pending: list[tuple[str, Any, int]] = [("arguments", arguments, 0)]
@@ -28,6 +31,13 @@ def argument_problem(arguments: dict[str, Any]) -> str | None:
             limit = ARGUMENT_CHARS.get(name, ARGUMENT_DEFAULT_CHARS)
             if len(value) > limit:
                 return f"'{echo(name)}' is {len(value):,} characters long; the limit is {limit:,}"
+            if not value.isascii() and (bad := _SURROGATE.search(value)):
+                # The wire cannot carry one (frames refuses it); an in-process caller can,
+                # and the OS cannot encode it: refused here rather than deep in a tool.
+                return (
+                    f"'{echo(name)}' holds a lone surrogate ({echo(bad.group())}); "
+                    "arguments must be valid Unicode"
+                )
         elif isinstance(value, dict | list):
             if depth >= ARGUMENT_MAX_DEPTH:
                 return f"'{echo(name)}' nests deeper than {ARGUMENT_MAX_DEPTH} levels"

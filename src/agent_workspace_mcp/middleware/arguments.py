@@ -14,8 +14,10 @@ validation refused a call, and the call is retried once with the repaired argume
 import json
 from typing import Any
 
-from fastmcp.exceptions import ValidationError
+from fastmcp.exceptions import ToolError, ValidationError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
+
+from .errors import transform_argument_error
 
 
 def snake_to_camel(name: str) -> str:
@@ -87,7 +89,10 @@ class ArgumentRepairMiddleware(Middleware):
     async def on_call_tool(self, context: MiddlewareContext, call_next):
         try:
             return await call_next(context)
-        except ValidationError:
+        except (ValidationError, ToolError) as exc:
+            # A renamed (transformed) tool refuses an unknown name with a TypeError.
+            if isinstance(exc, ToolError) and transform_argument_error(exc) is None:
+                raise
             fixed = await self._repaired(context)
             if fixed is None:
                 raise

@@ -20,7 +20,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..core.echo import bounded, echo, wire_safe
 from ..core.errors import WorkspaceError, describe_os_error
-from ..core.limits import IDENTIFIER_MAX_CHARS
+from ..core.limits import ECHO_LISTED, IDENTIFIER_MAX_CHARS
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -32,6 +32,8 @@ class _ExpectedFailures(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and transform_argument_error(exc) is not None:
+            return False
         return not isinstance(exc, (WorkspaceError, OSError))
 
 
@@ -63,6 +65,24 @@ def _arg_name(loc: tuple[Any, ...]) -> str:
     for part in parts[1:]:
         name += f"[{part}]" if part.isdigit() else f".{part}"
     return name
+
+
+# FastMCP's transformed tools (our profiles' renames) check argument names themselves and
+# raise a TypeError, which would otherwise read as an internal error.
+_TRANSFORM_ARGUMENTS = re.compile(
+    r"^(?:Got unexpected keyword|(Missing required)) argument\(s\): (.+)$"
+)
+
+
+def transform_argument_error(exc: BaseException) -> tuple[bool, list[str]] | None:
+    """(missing?, names) for a transformed tool's argument-name TypeError, else None."""
+    cause = exc.__cause__ if isinstance(exc, ToolError) else exc
+    if not isinstance(cause, TypeError):
+        return None
+    match = _TRANSFORM_ARGUMENTS.match(str(cause))
+    if match is None:
+        return None
+    return match.group(1) is not None, match.group(2).split(", ")
 
 
 # One short example of the right shape for arguments that take a list.
@@ -177,11 +197,26 @@ class ErrorShapingMiddleware(Middleware):
                 if message == str(exc):
                     raise
                 raise ToolError(message) from None
+            names = transform_argument_error(exc)
+            if names is not None:
+                raise ToolError(await self._transform_sentence(context, *names)) from None
             # FastMCP wrapped an unexpected exception; it already logged the traceback.
             log.debug("tool %s failed unexpectedly: %r", name, cause)
             raise ToolError(
                 f"internal error in {name} ({type(cause).__name__}); the server log has details"
             ) from None
+
+    async def _transform_sentence(
+        self, context: MiddlewareContext, missing: bool, names: list[str]
+    ) -> str:
+        tool = context.message.name
+        quoted = ", ".join(f"'{echo(n)}'" for n in names[:ECHO_LISTED])
+        if missing:
+            plural = "s" if len(names) > 1 else ""
+            return f"invalid arguments for {tool}: missing required argument{plural} {quoted}"
+        valid = list((await self._parameters(context)).get("properties", {}))
+        hint = f" (valid: {', '.join(valid)})" if valid else ""
+        return one_line(f"invalid arguments for {tool}: unknown argument {quoted}{hint}")
 
     @staticmethod
     async def _parameters(context: MiddlewareContext) -> dict:
