@@ -212,3 +212,11 @@ def test_anonymous_bodies_are_not_read(http) -> None:
     anonymous = {k: v for k, v in HEADERS.items() if k != "authorization"}
     answer = httpx2.post(server.url, content=b"garbage", headers=anonymous)
     assert answer.status_code == 401
+
+
+def test_legacy_sse_posts_are_checked_too(http) -> None:
+    server, _ = http
+    answer = httpx2.post(f"{server.base}/messages/?session_id=0123456789abcdef",
+                         content=b"{not json", headers=HEADERS)  # fmt: skip
+    assert answer.status_code == 400
+    check_reply(answer.json(), PARSE, None)
