@@ -216,7 +216,13 @@ def test_anonymous_bodies_are_not_read(http) -> None:
 
 def test_legacy_sse_posts_are_checked_too(http) -> None:
     server, _ = http
-    answer = httpx2.post(f"{server.base}/messages/?session_id=0123456789abcdef",
-                         content=b"{not json", headers=HEADERS)  # fmt: skip
+    auth = {"authorization": HEADERS["authorization"]}
+    with httpx2.stream("GET", f"{server.base}/sse", headers=auth, timeout=10) as stream:
+        endpoint = next(
+            line.removeprefix("data: ").strip()
+            for line in stream.iter_lines()
+            if line.startswith("data: /messages/")
+        )
+        answer = httpx2.post(f"{server.base}{endpoint}", content=b"{not json", headers=HEADERS)
     assert answer.status_code == 400
     check_reply(answer.json(), PARSE, None)
