@@ -129,6 +129,20 @@ async def test_errors_that_quote_input_are_clipped(everything) -> None:
     assert unknown_tool.is_error and len(unknown_tool.text) < 300, unknown_tool.text
 
 
+async def test_resource_uris_and_prompt_names_are_bounded(everything) -> None:
+    client, _ = everything
+    # FastMCP quotes a URI or prompt name it cannot find whole: 100 KB in, 100 KB out.
+    with pytest.raises(Exception) as refused:
+        await client.read_resource("skill://" + "s" * 100_000 + "/SKILL.md")
+    assert str(refused.value) == (
+        f"the resource URI is 100,017 characters long; the limit is {limits.RESOURCE_URI_MAX_CHARS}"
+    )
+    with pytest.raises(Exception) as refused:
+        await client.get_prompt("p" * 100_000)
+    assert len(str(refused.value)) < 100 and "the limit is" in str(refused.value)
+    assert await client.read_resource("resource://skills")  # still answering
+
+
 async def test_available_lists_are_bounded(everything) -> None:
     client, _ = everything
     for n in range(limits.ECHO_LISTED + 5):

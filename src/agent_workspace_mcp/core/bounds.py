@@ -83,6 +83,7 @@ def limits_table() -> str:
         ("one stdio frame (a line)", f"{_size(limits.STDIO_FRAME_MAX_BYTES)}"),
         ("one HTTP request body", f"{_size(limits.HTTP_FRAME_MAX_BYTES)}"),
         ("a JSON-RPC `id` or `method`", f"{limits.FRAME_ID_MAX_CHARS} characters"),
+        ("a resource URI (`resources/read`)", f"{limits.RESOURCE_URI_MAX_CHARS} characters"),
         ("an error sentence", f"{limits.ERROR_MAX_CHARS} characters, one line"),
         ("input quoted in an error", f"{limits.ECHO_CHARS} characters, then its length"),
         ("names listed in an error", f"{limits.ECHO_LISTED}, then `and N more`"),

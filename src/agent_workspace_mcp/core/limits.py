@@ -113,6 +113,9 @@ ECHO_CHARS = 120
 ERROR_MAX_CHARS = 500
 ECHO_LISTED = 10  # ours: "Available: a, b, ... and N more" names at most this many
 IDENTIFIER_MAX_CHARS = 200  # ours: names and ids (the longest we mint is a 60-char slug)
+# ours: resources/read; ours and skill://<name>/<file> URIs are far shorter, and FastMCP
+# quotes a URI it cannot find whole in its error.
+RESOURCE_URI_MAX_CHARS = 512
 NAME_MAX_CHARS = 255  # Linux NAME_MAX: one path component (rename_path's newName)
 GLOB_MAX_CHARS = 1000  # ours: a 1 MB glob took 36 s to compile; 1,000 characters takes ms
 # ours: how many patterns a glob's braces may expand to (`{a,b}{c,d}` is 4); reaching
