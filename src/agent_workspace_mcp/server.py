@@ -38,6 +38,7 @@ from .services import Services
 from .settings import Settings
 from .tools import (
     changes,
+    code,
     editing,
     files,
     git,
@@ -52,7 +53,19 @@ from .tools import (
 log = logging.getLogger("agent_workspace_mcp")
 
 SERVER_NAME = "agent-workspace-mcp"
-TOOL_MODULES = (files, editing, search, shell, git, memory, changes, skills, workspaces, persona)
+TOOL_MODULES = (
+    files,
+    editing,
+    search,
+    code,
+    shell,
+    git,
+    memory,
+    changes,
+    skills,
+    workspaces,
+    persona,
+)
 
 
 def _version() -> str:

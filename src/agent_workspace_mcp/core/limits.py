@@ -146,7 +146,7 @@ ARGUMENT_CHARS = {
     **dict.fromkeys(
         (
             "workspace", "changeId", "change", "taskId", "jobId", "name", "runner", "task",
-            "stage", "status", "tag", "tags", "since",
+            "stage", "status", "tag", "tags", "since", "kind",
         ),
         IDENTIFIER_MAX_CHARS,
     ),
@@ -177,6 +177,10 @@ GREP_PROBE_CHECK_SECONDS = 0.01
 GREP_FIRST_CHUNK_FILES = 32
 GREP_CHUNK_MAX_FILES = 1000
 DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's results
+
+# --- code navigation (issue 16) ---------------------------------------------------------
+OUTLINE_SIGNATURE_CHARS = 200  # ours: one outline line's signature; the rest is read_symbol
+SYMBOL_MATCHES_LISTED = 50  # ours: definitions one find_symbol/read_symbol answer lists
 
 # --- frames (issue 19) -----------------------------------------------------------------
 # ours: one stdio line; a 16 MiB write, JSON-escaped or base64-encoded, fits.

@@ -1,0 +1,220 @@
+"""The definitions in a syntax tree (issue 16): classes, functions, methods and their
+kin, nested as in the source, each with its kind, name, line range and one-line
+signature. One table per language says which node types define something; the walk is
+iterative (minified or generated files nest deeply) and goes through tree-sitter's
+ERROR nodes, so a file with syntax errors still outlines what parses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..limits import OUTLINE_SIGNATURE_CHARS
+from .languages import parse
+
+_C = {
+    "function_definition": "function",
+    "struct_specifier": "struct",
+    "enum_specifier": "enum",
+    "union_specifier": "union",
+}
+_JS = {
+    "class_declaration": "class",
+    "function_declaration": "function",
+    "generator_function_declaration": "function",
+    "method_definition": "method",
+}
+_TS = {
+    **_JS,
+    "abstract_class_declaration": "class",
+    "interface_declaration": "interface",
+    "type_alias_declaration": "type",
+    "enum_declaration": "enum",
+    "function_signature": "function",
+    "abstract_method_signature": "method",
+    "internal_module": "namespace",
+}
+KINDS: dict[str, dict[str, str]] = {
+    "python": {"class_definition": "class", "function_definition": "function"},
+    "javascript": _JS,
+    "typescript": _TS,
+    "tsx": _TS,
+    "go": {"function_declaration": "function", "method_declaration": "method", "type_spec": "type"},
+    "rust": {
+        "function_item": "function", "function_signature_item": "function",
+        "struct_item": "struct", "enum_item": "enum", "union_item": "union",
+        "trait_item": "trait", "impl_item": "impl", "mod_item": "module",
+        "type_item": "type", "macro_definition": "macro",
+    },
+    "java": {
+        "class_declaration": "class", "interface_declaration": "interface",
+        "enum_declaration": "enum", "record_declaration": "record",
+        "annotation_type_declaration": "annotation", "method_declaration": "method",
+        "constructor_declaration": "constructor",
+    },
+    "c": _C,
+    "cpp": {**_C, "class_specifier": "class", "namespace_definition": "namespace"},
+}  # fmt: skip
+# Nodes around a definition that belong to it: decorators, `export`, `template <...>`.
+WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
+_NEED_BODY = {"struct_specifier", "enum_specifier", "union_specifier", "class_specifier"}
+# A function defined inside one of these is a method.
+CONTAINERS = {"class", "impl", "trait", "interface", "struct", "record", "enum"}
+# `const App = () => ...`: a variable whose value is a function is a function.
+_VARIABLES = {"lexical_declaration", "variable_declaration"}
+_FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
+# Declarator nodes that end the walk down a C/C++ declarator to the declared name.
+_DECLARED_NAMES = {
+    "identifier", "field_identifier", "qualified_identifier", "operator_name",
+    "destructor_name", "type_identifier",
+}  # fmt: skip
+# First words that already say what a signature defines; others get the kind in front.
+_KEYWORDS = {
+    "def", "async", "class", "function", "func", "fn", "struct", "enum", "trait", "impl",
+    "mod", "interface", "type", "namespace", "union", "record", "pub", "export", "const",
+    "let", "var", "abstract", "template", "macro_rules!", "unsafe", "@interface",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Definition:
+    kind: str
+    name: str
+    qualified: str  # dotted through the enclosing definitions: Parser.parse
+    start: int  # 1-based first line, decorators/export/template included
+    end: int  # 1-based last line
+    doc_start: int  # first line of the comment block directly above, else start
+    signature: str
+    depth: int
+
+    def line(self) -> str:
+        words = self.signature.split("(", 1)[0].split()
+        said = words and (words[0] in _KEYWORDS or self.kind in words)
+        shown = self.signature if said else f"{self.kind} {self.signature}"
+        return f"{'  ' * self.depth}{self.start}-{self.end}  {shown}"
+
+
+def definitions(language: str, source: bytes) -> list[Definition]:
+    """Every definition in `source`, in source order (parents before children)."""
+    tree = parse(language, source)
+    kinds = KINDS[language]
+    found: list[Definition] = []
+    # (node, depth, qualifier, enclosing kind), children pushed in reverse: pre-order
+    pending: list[tuple[Any, int, str, str | None]] = [(tree.root_node, 0, "", None)]
+    while pending:
+        node, depth, qualifier, enclosing = pending.pop()
+        definition = _definition(node, kinds, language, source, depth, qualifier, enclosing)
+        if definition is not None:
+            found.append(definition)
+            depth, qualifier, enclosing = depth + 1, definition.qualified + ".", definition.kind
+        pending.extend((child, depth, qualifier, enclosing) for child in reversed(node.children))
+    return found
+
+
+def _definition(node, kinds, language, source, depth, qualifier, enclosing) -> Definition | None:
+    kind = kinds.get(node.type)
+    value = None
+    if kind is None and node.type in _VARIABLES and language in ("javascript", "typescript", "tsx"):
+        value = _function_value(node)
+        if value is None:
+            return None
+        kind = "function"
+    if kind is None:
+        return None
+    if node.type in _NEED_BODY and node.child_by_field_name("body") is None:
+        return None  # `struct s *p;` names a type, it does not define one
+    name = _name(node, language, value)
+    if not name:
+        return None
+    if kind == "function" and enclosing in CONTAINERS:
+        kind = "method"
+    outer = node
+    while outer.parent is not None and outer.parent.type in WRAPPERS:
+        outer = outer.parent
+    short = name.rsplit("::", 1)[-1]
+    qualified = qualifier + name.replace("::", ".")
+    if node.type == "method_declaration" and language == "go":
+        receiver = _first_of_type(node.child_by_field_name("receiver"), "type_identifier")
+        if receiver is not None:
+            qualified = f"{_text(receiver)}.{short}"  # func (s *Server) Start: Server.Start
+    return Definition(
+        kind=kind,
+        name=short,
+        qualified=qualified,
+        start=outer.start_point.row + 1,
+        end=node.end_point.row + 1,
+        doc_start=_doc_start(outer) + 1,
+        signature=_signature(node, source, value),
+        depth=depth,
+    )
+
+
+def _first_of_type(node, wanted: str) -> Any:
+    pending = [node] if node is not None else []
+    while pending:
+        current = pending.pop(0)
+        if current.type == wanted:
+            return current
+        pending.extend(current.named_children)
+    return None
+
+
+def _function_value(declaration) -> Any:
+    for declarator in declaration.named_children:
+        if declarator.type == "variable_declarator":
+            value = declarator.child_by_field_name("value")
+            if value is not None and value.type in _FUNCTION_VALUES:
+                return declarator
+    return None
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None else ""
+
+
+def _name(node, language: str, declarator) -> str:
+    if declarator is not None:
+        return _text(declarator.child_by_field_name("name"))
+    if node.type == "impl_item":
+        return _text(node.child_by_field_name("type"))
+    if node.type == "function_definition" and language in ("c", "cpp"):
+        current = node.child_by_field_name("declarator")
+        while current is not None and current.type not in _DECLARED_NAMES:
+            inner = current.child_by_field_name("declarator")
+            current = inner if inner is not None else (
+                current.named_children[0] if current.named_children else None
+            )  # fmt: skip
+        return _text(current)
+    return _text(node.child_by_field_name("name"))
+
+
+def _signature(node, source: bytes, declarator) -> str:
+    holder = declarator.child_by_field_name("value") if declarator is not None else node
+    body = holder.child_by_field_name("body")
+    start = node.start_byte
+    if node.type == "type_spec" and node.parent is not None:
+        start = node.parent.start_byte  # `type S struct`, not `S struct`
+    if body is not None and body.start_byte > start:
+        end = body.start_byte
+        for child in holder.children:  # a comment before the body is not the signature
+            if "comment" in child.type and start < child.start_byte < end:
+                end = child.start_byte
+                break
+        text = source[start:end].decode("utf-8", "replace")
+    else:
+        text = source[start : node.end_byte].decode("utf-8", "replace").split("\n", 1)[0]
+    text = " ".join(text.split()).rstrip(" {:")
+    if len(text) > OUTLINE_SIGNATURE_CHARS:
+        text = text[: OUTLINE_SIGNATURE_CHARS - 1] + "…"
+    return text
+
+
+def _doc_start(node) -> int:
+    """The row where the comment block directly above `node` starts (its own row if none)."""
+    row = node.start_point.row
+    sibling = node.prev_sibling
+    while sibling is not None and "comment" in sibling.type and sibling.end_point.row >= row - 1:
+        row = sibling.start_point.row
+        sibling = sibling.prev_sibling
+    return row

@@ -1,0 +1,137 @@
+"""`outline`, `read_symbol`, `find_symbol`: code navigation with tree-sitter (issue 16)."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Annotated
+
+from fastmcp import FastMCP
+from pydantic import Field
+
+from ..core.code import navigate
+from ..core.echo import echo, listing
+from ..core.errors import NotFoundError
+from ..core.limits import ANSWER_BYTES, SYMBOL_MATCHES_LISTED
+from ..core.search.results import GrepQuery
+from ..core.textio import decode_text
+from ..core.workset import short_sha
+from ..services import Services
+from .base import READ_ONLY, WorkspaceArg, add_tool, bind
+from .files import render_numbered, split_lines
+from .search import shower
+
+Name = Annotated[
+    str,
+    Field(min_length=1, description="Definition name; dotted for nested (Parser.parse)."),
+]
+
+
+def outline(
+    services: Services,
+    path: Annotated[str, Field(description="A source file or directory.")],
+    depth: Annotated[int | None, Field(ge=1, description="Levels to show (1: top level).")] = None,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Definitions in a file or tree: `start-end  signature`, nested by indent.
+
+    Python, JS/TS, Go, Rust, Java, C/C++; trees skip .gitignore'd files. See read_symbol.
+    """
+    ws = services.workspaces.get(workspace)
+    if navigate.is_directory(ws, path):
+        return navigate.outline_tree(services.search, ws, path, depth, shower(ws))
+    return navigate.outline_file(navigate.read_source(ws, path), depth)
+
+
+def read_symbol(
+    services: Services,
+    name: Name,
+    path: Annotated[
+        str | None, Field(description="Its file (default: search the workspace).")
+    ] = None,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """One definition as numbered lines (with decorators, comment above, file sha256).
+
+    Several matches are listed instead.
+    """
+    ws = services.workspaces.get(workspace)
+    if path is None:
+        found, _ = navigate.find_symbol(services.search, ws, name)
+        if not found:
+            raise NotFoundError(f"no definition of {echo(name)} found{_near(services, ws, name)}")
+        if len({(f.rel, f.definition.start) for f in found}) > 1:
+            return _several(found, name, shower(ws))
+        path = found[0].rel
+    source = navigate.read_source(ws, path)
+    matches = navigate.find_definitions(source, name)
+    if not matches:
+        names = navigate.names_in(source)
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        hint = (
+            f" (did you mean {', '.join(close)}?)" if close else "; outline lists what it defines"
+        )
+        raise NotFoundError(f"{source.display}: no definition of {echo(name)}{hint}")
+    if len(matches) > 1:
+        return _several([navigate.Found(source.rel, d) for d in matches], name, shower(ws))
+    definition = matches[0]
+    doc = decode_text(source.data, source.display)
+    lines = split_lines(doc.text)
+    count = definition.end - definition.doc_start + 1
+    body, last = render_numbered(lines, definition.doc_start, count, ANSWER_BYTES)
+    where = f"{source.display}:{definition.doc_start}-{definition.end}"
+    head = f"{where} {definition.kind} {definition.qualified}"
+    tail = f"(sha256 {short_sha(source.data)})"
+    if last < definition.end:
+        tail = f"... (truncated at line {last}; continue with read_file offset={last + 1}) {tail}"
+    return f"{head}\n{body}\n{tail}"
+
+
+def find_symbol(
+    services: Services,
+    name: Name,
+    kind: Annotated[
+        str | None, Field(description="Only this kind (class, function, method, ...).")
+    ] = None,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Where a name is defined: `path:start-end  signature`; comments and strings skipped."""
+    ws = services.workspaces.get(workspace)
+    found, cut = navigate.find_symbol(services.search, ws, name, kind)
+    if not found:
+        raise NotFoundError(f"no definition of {echo(name)} found{_near(services, ws, name)}")
+    return _several(found, name, shower(ws), cut=cut, heading=False)
+
+
+def _several(found, name: str, shown, *, cut: bool = False, heading: bool = True) -> str:
+    lines = [f"{len(found)} definitions of {echo(name)}; pass path to read_symbol to pick one:"]
+    if not heading:
+        lines = []
+    for item in found[:SYMBOL_MATCHES_LISTED]:
+        d = item.definition
+        lines.append(f"{shown(item.rel)}:{d.start}-{d.end}  {d.line().strip().split('  ', 1)[1]}")
+    if len(found) > SYMBOL_MATCHES_LISTED:
+        lines.append(f"... and {len(found) - SYMBOL_MATCHES_LISTED} more; narrow with kind")
+    if cut:
+        lines.append("... (the name is very common: some files were not looked at)")
+    return "\n".join(lines)
+
+
+def _near(services: Services, ws, name: str) -> str:
+    word = name.rsplit(".", 1)[-1]
+    if not word.isidentifier():
+        return ""
+    stem = word[: max(3, len(word) - 2)]
+    query = GrepQuery(
+        pattern=rf"\b{stem}", ignore_case=True, max_results=200, context=0,
+        include=navigate.SOURCE_GLOB, no_ignore=False,
+    )  # fmt: skip
+    result, _ = services.search.grep(ws, None, query)
+    names = navigate.names_like(services.search, ws, sorted({h.path for h in result.hits}))
+    close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
+    return f" (did you mean {listing(close)}?)" if close else ""
+
+
+def register(app: FastMCP, services: Services) -> None:
+    add_tool(app, bind(outline, services), annotations=READ_ONLY, title="Outline code")
+    add_tool(app, bind(read_symbol, services), annotations=READ_ONLY, title="Read a definition")
+    add_tool(app, bind(find_symbol, services), annotations=READ_ONLY, title="Find a definition")
