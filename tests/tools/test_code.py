@@ -233,3 +233,24 @@ async def test_a_tree_outline_respects_gitignore_and_the_budget(code: Client, ws
     (ws / "many.py").write_text("".join(f"def f{i}(): pass\n" for i in range(6000)))
     big = await ok(code, "outline", path="many.py")
     assert len(big.encode()) < 70_000 and "outline truncated" in big.splitlines()[-1]
+
+
+async def test_find_references_skips_comments_and_strings(code: Client, ws: Path) -> None:
+    (ws / "src" / "main.py").write_text(
+        "from parser import parse_args\n\n\ndef main():\n"
+        "    # parse_args is called here\n    return parse_args([])\n"
+    )
+    text = await ok(code, "find_references", name="parse_args")
+    assert text.splitlines() == [
+        "src/main.py",
+        "  1: from parser import parse_args",
+        "  6: return parse_args([])  (in main)",
+        "src/parser.py",
+        "  21: def parse_args(argv):  (in parse_args)",
+        "3 references in 2 files",
+    ]
+    only = await ok(code, "find_references", name="parse_args", path="src/main.py", maxResults=1)
+    assert only.endswith("2 references in 1 files (first 1 shown; raise maxResults or pass path)")
+    # Go: a method call through a receiver, and the type in a composite literal.
+    go = await ok(code, "find_references", name="Server")
+    assert "  12: func New() *Server { return &Server{} }  (in New)" in go

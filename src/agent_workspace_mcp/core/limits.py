@@ -180,6 +180,8 @@ DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's res
 
 # --- code navigation (issue 16) ---------------------------------------------------------
 OUTLINE_SIGNATURE_CHARS = 200  # ours: one outline line's signature; the rest is read_symbol
+# ours: files whose definitions are kept, keyed by content digest (a few KiB each)
+OUTLINE_CACHE_FILES = 256
 SYMBOL_MATCHES_LISTED = 50  # ours: definitions one find_symbol/read_symbol answer lists
 
 # --- frames (issue 19) -----------------------------------------------------------------

@@ -11,7 +11,13 @@ from pydantic import Field
 from ..core.code import navigate
 from ..core.echo import echo, listing
 from ..core.errors import NotFoundError
-from ..core.limits import ANSWER_BYTES, SYMBOL_MATCHES_LISTED
+from ..core.limits import (
+    ANSWER_BYTES,
+    GREP_DEFAULT_RESULTS,
+    GREP_LINE_CHARS,
+    GREP_MAX_RESULTS,
+    SYMBOL_MATCHES_LISTED,
+)
 from ..core.search.results import GrepQuery
 from ..core.textio import decode_text
 from ..core.workset import short_sha
@@ -102,6 +108,43 @@ def find_symbol(
     return _several(found, name, shower(ws), cut=cut, heading=False)
 
 
+def find_references(
+    services: Services,
+    name: Name,
+    path: Annotated[
+        str | None, Field(description="A file or directory (default: the workspace).")
+    ] = None,
+    maxResults: Annotated[
+        int, Field(ge=1, description=f"Maximum references (cap {GREP_MAX_RESULTS}).")
+    ] = GREP_DEFAULT_RESULTS,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Uses of an identifier outside comments and strings, by file: `LINE: text  (in Def)`."""
+    ws = services.workspaces.get(workspace)
+    grouped, cut = navigate.find_references(services.search, ws, name, path)
+    if not grouped:
+        raise NotFoundError(f"no references to {echo(name)} found{_near(services, ws, name)}")
+    limit = min(maxResults, GREP_MAX_RESULTS)
+    shown = shower(ws)
+    out: list[str] = []
+    total = sum(len(refs) for _, refs in grouped)
+    listed = 0
+    for rel, refs in grouped:
+        if listed >= limit:
+            break
+        out.append(shown(rel))
+        for ref in refs[: limit - listed]:
+            where = f"  (in {ref.enclosing})" if ref.enclosing else ""
+            out.append(f"  {ref.line}: {ref.text[:GREP_LINE_CHARS]}{where}")
+            listed += 1
+    summary = f"{total} references in {len(grouped)} files"
+    if listed < total:
+        summary += f" (first {listed} shown; raise maxResults or pass path)"
+    if cut:
+        summary += "; the name is very common, so some files were not searched"
+    return "\n".join([*out, summary])
+
+
 def _several(found, name: str, shown, *, cut: bool = False, heading: bool = True) -> str:
     lines = [f"{len(found)} definitions of {echo(name)}; pass path to read_symbol to pick one:"]
     if not heading:
@@ -135,3 +178,4 @@ def register(app: FastMCP, services: Services) -> None:
     add_tool(app, bind(outline, services), annotations=READ_ONLY, title="Outline code")
     add_tool(app, bind(read_symbol, services), annotations=READ_ONLY, title="Read a definition")
     add_tool(app, bind(find_symbol, services), annotations=READ_ONLY, title="Find a definition")
+    add_tool(app, bind(find_references, services), annotations=READ_ONLY, title="Find uses")

@@ -55,15 +55,22 @@ def supported() -> str:
     return "Python, JavaScript, TypeScript/TSX, Go, Rust, Java, C and C++"
 
 
+def grammar(language: str) -> Any:
+    """The tree-sitter Language, its wheel imported on first use."""
+    import tree_sitter
+
+    with _lock:
+        found = _languages.get(language)
+        if found is None:
+            module, function = GRAMMARS[language]
+            found = tree_sitter.Language(getattr(importlib.import_module(module), function)())
+            _languages[language] = found
+    return found
+
+
 def parse(language: str, source: bytes) -> Any:
     """The syntax tree of `source` (tree-sitter recovers from syntax errors)."""
     import tree_sitter
 
-    with _lock:
-        grammar = _languages.get(language)
-        if grammar is None:
-            module, function = GRAMMARS[language]
-            grammar = tree_sitter.Language(getattr(importlib.import_module(module), function)())
-            _languages[language] = grammar
     # A Parser is cheap and not safe to share between threads: one per parse.
-    return tree_sitter.Parser(grammar).parse(source)
+    return tree_sitter.Parser(grammar(language)).parse(source)

@@ -196,3 +196,74 @@ def names_in(source: Source) -> list[str]:
     for definition in definitions(source.language, source.data):
         names.update((definition.name, definition.qualified))
     return sorted(names)
+
+
+# Leaves that name something; comments and strings are other node types, so a word
+# inside them never matches.
+_IDENTIFIERS = {
+    "identifier", "type_identifier", "field_identifier", "property_identifier",
+    "shorthand_property_identifier", "shorthand_property_identifier_pattern",
+    "namespace_identifier", "package_identifier", "private_property_identifier",
+    "statement_identifier", "constant", "scoped_identifier",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Reference:
+    line: int  # 1-based
+    text: str  # the line, stripped
+    enclosing: str | None  # the innermost definition's dotted name
+
+
+def references_in(source: Source, word: str) -> list[Reference]:
+    """Where the identifier `word` occurs in a file, outside comments and strings."""
+    import re
+
+    from .languages import parse
+
+    tree = parse(source.language, source.data)
+    defs = definitions(source.language, source.data)
+    lines = source.data.split(b"\n")
+    pattern = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(word.encode()) + rb"(?![A-Za-z0-9_$])")
+    found: list[Reference] = []
+    seen_rows: set[int] = set()
+    for match in pattern.finditer(source.data):
+        node = tree.root_node.descendant_for_byte_range(match.start(), match.end())
+        if node is None or node.type not in _IDENTIFIERS or node.text != word.encode():
+            continue
+        row = node.start_point.row
+        if row in seen_rows:
+            continue
+        seen_rows.add(row)
+        inside = [d for d in defs if d.start <= row + 1 <= d.end]
+        enclosing = max(inside, key=lambda d: d.depth).qualified if inside else None
+        text = lines[row].decode("utf-8", "replace").strip()
+        found.append(Reference(row + 1, text, enclosing))
+    return found
+
+
+def find_references(
+    engine: SearchEngine, ws: Workspace, name: str, path: str | None
+) -> tuple[list[tuple[str, list[Reference]]], bool]:
+    """Per file (sorted), the references to `name`; the flag says the prefilter was cut."""
+    from ..limits import GREP_MAX_RESULTS
+    from ..search.results import GrepQuery
+
+    word = name.rsplit(".", 1)[-1]
+    if not word.isidentifier():
+        raise InvalidArgumentError(f"'{echo(name)}' is not a name (letters, digits, _ and dots)")
+    query = GrepQuery(
+        pattern=rf"\b{word}\b", ignore_case=False, max_results=GREP_MAX_RESULTS, context=0,
+        include=SOURCE_GLOB, no_ignore=False,
+    )  # fmt: skip
+    result, _ = engine.grep(ws, path, query)
+    grouped = []
+    for rel in sorted({hit.path for hit in result.hits}):
+        try:
+            source = read_source(ws, rel)
+        except (BinaryFileError, InvalidArgumentError, NotFoundError):
+            continue
+        refs = references_in(source, word)
+        if refs:
+            grouped.append((rel, refs))
+    return grouped, result.more

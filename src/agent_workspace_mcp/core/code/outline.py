@@ -7,10 +7,13 @@ ERROR nodes, so a file with syntax errors still outlines what parses.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..limits import OUTLINE_SIGNATURE_CHARS
+from ..limits import OUTLINE_CACHE_FILES, OUTLINE_SIGNATURE_CHARS
 from .languages import parse
 
 _C = {
@@ -95,21 +98,82 @@ class Definition:
         return f"{'  ' * self.depth}{self.start}-{self.end}  {shown}"
 
 
+_cache: OrderedDict[tuple[str, bytes], list[Definition]] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
 def definitions(language: str, source: bytes) -> list[Definition]:
-    """Every definition in `source`, in source order (parents before children)."""
+    """Every definition in `source`, in source order (parents before children).
+
+    Cached by content (an agent outlines a file, then reads a symbol from it, then
+    finds a name in it): a changed file has another digest, so a hit is always right.
+    """
+    key = (language, hashlib.blake2b(source, digest_size=16).digest())
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    found = _definitions(language, source)
+    with _cache_lock:
+        _cache[key] = found
+        while len(_cache) > OUTLINE_CACHE_FILES:
+            _cache.popitem(last=False)
+    return found
+
+
+def _definitions(language: str, source: bytes) -> list[Definition]:
+    """Every definition in `source`, uncached.
+
+    A tree-sitter query finds the candidate nodes (in C: a Python walk over every node
+    of a 2,000-line file cost three times the parse); nesting comes from each one's
+    parent chain.
+    """
     tree = parse(language, source)
     kinds = KINDS[language]
+    candidates = sorted(
+        _candidates(language, tree.root_node), key=lambda n: (n.start_byte, -n.end_byte)
+    )
+    made: dict[int, Definition] = {}  # node id -> its definition
     found: list[Definition] = []
-    # (node, depth, qualifier, enclosing kind), children pushed in reverse: pre-order
-    pending: list[tuple[Any, int, str, str | None]] = [(tree.root_node, 0, "", None)]
-    while pending:
-        node, depth, qualifier, enclosing = pending.pop()
+    for node in candidates:
+        parent = _enclosing(node, made)
+        depth, qualifier, enclosing = 0, "", None
+        if parent is not None:
+            depth, qualifier, enclosing = parent.depth + 1, parent.qualified + ".", parent.kind
         definition = _definition(node, kinds, language, source, depth, qualifier, enclosing)
         if definition is not None:
+            made[node.id] = definition
             found.append(definition)
-            depth, qualifier, enclosing = depth + 1, definition.qualified + ".", definition.kind
-        pending.extend((child, depth, qualifier, enclosing) for child in reversed(node.children))
     return found
+
+
+_QUERIES: dict[str, Any] = {}
+
+
+def _candidates(language: str, root) -> list[Any]:
+    import tree_sitter
+
+    from .languages import grammar
+
+    query = _QUERIES.get(language)
+    if query is None:
+        types = set(KINDS[language])
+        if language in ("javascript", "typescript", "tsx"):
+            types |= _VARIABLES
+        text = " ".join(f"({t}) @d" for t in sorted(types))
+        query = _QUERIES[language] = tree_sitter.Query(grammar(language), text)
+    return tree_sitter.QueryCursor(query).captures(root).get("d", [])
+
+
+def _enclosing(node, made: dict[int, Definition]) -> Definition | None:
+    current = node.parent
+    while current is not None:
+        found = made.get(current.id)
+        if found is not None:
+            return found
+        current = current.parent
+    return None
 
 
 def _definition(node, kinds, language, source, depth, qualifier, enclosing) -> Definition | None:
