@@ -254,3 +254,15 @@ async def test_find_references_skips_comments_and_strings(code: Client, ws: Path
     # Go: a method call through a receiver, and the type in a composite literal.
     go = await ok(code, "find_references", name="Server")
     assert "  12: func New() *Server { return &Server{} }  (in New)" in go
+
+
+async def test_trees_and_names_never_reach_outside(code: Client, ws: Path, outside: Path) -> None:
+    (outside / "secret.py").write_text("def top_secret_function(): pass\n")
+    (ws / "linked").symlink_to(outside)  # a symlinked directory is not followed
+    assert "top_secret" not in await ok(code, "outline", path=".")
+    assert "no definition of top_secret_function" in await fails(
+        code, "find_symbol", name="top_secret_function"
+    )
+    assert "outside workspace root" in await fails(
+        code, "read_symbol", name="top_secret_function", path="linked/secret.py"
+    )
