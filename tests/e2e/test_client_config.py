@@ -48,7 +48,7 @@ def test_each_snippet_parses_and_starts_the_server(tmp_path: Path, client: str) 
     started = subprocess.run(argv, cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
                              text=True, timeout=60)  # fmt: skip
     assert started.returncode == 0, started.stderr
-    assert "14 tools" in started.stderr and str(tmp_path / "proj") in started.stderr
+    assert "18 tools" in started.stderr and str(tmp_path / "proj") in started.stderr
 
 
 def test_config_refuses_what_would_not_start_and_keeps_secrets_out(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
         "ok  read_file a.txt",
         "    agent-workspace-mcp",  # the server's own start-up line, nothing else of its stderr
     ]
-    assert lines[1].startswith("ok  tools/list: 30 tools (")
+    assert lines[1].startswith("ok  tools/list: 34 tools (")
     assert "audit:" not in out.stdout + out.stderr
     failed = subprocess.run([*CLI, "check", str(tmp_path / "proj"), "--tools", "grep"],
                             capture_output=True, text=True, timeout=120)  # fmt: skip
