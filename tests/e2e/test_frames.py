@@ -5,6 +5,7 @@ answering; a hostile frame costs bounded memory."""
 from __future__ import annotations
 
 import json
+import select
 import subprocess
 import sys
 from pathlib import Path
@@ -79,11 +80,19 @@ class Stdio:
         self.proc.stdin.write(frame + b"\n")
         self.proc.stdin.flush()
 
-    def read(self) -> dict:
+    def read(self, timeout: float = 30) -> dict:
         assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        assert ready, f"no frame from the server within {timeout:.0f} s"
         line = self.proc.stdout.readline()
         assert line, "the server closed stdout"
         return json.loads(line)
+
+    def reply(self) -> dict:
+        """The next response, past any notification."""
+        while "id" not in (message := self.read()):
+            pass
+        return message
 
     def replies_before_ping(self) -> list[dict]:
         """Everything the server answers up to a fresh ping's reply (which proves it lives)."""
@@ -226,3 +235,70 @@ def test_legacy_sse_posts_are_checked_too(http) -> None:
         answer = httpx2.post(f"{server.base}{endpoint}", content=b"{not json", headers=HEADERS)
     assert answer.status_code == 400
     check_reply(answer.json(), PARSE, None)
+
+
+# --- the fuzz over the real transport ------------------------------------------------
+
+# In memory, a lone surrogate or an unserializable answer never crosses a wire; here
+# every generated call is a real frame (surrogates become \\udXXX escapes, as a JSON
+# encoder writes them), and every frame must get a reply with its id.
+STDIO_FUZZ_EXAMPLES = 3
+
+
+def test_fuzzed_calls_over_stdio_all_get_a_reply(tmp_path_factory) -> None:
+    from hypothesis import HealthCheck, given, seed, settings
+    from hypothesis import strategies as st
+
+    from agent_workspace_mcp.core.limits import ANSWER_HARD_BYTES
+    from tests.security.test_fuzz import arguments, garbage, hostile_strings, make_tree, snapshot
+
+    root, _, outside = make_tree(tmp_path_factory.mktemp("stdio-fuzz"))
+    server = Stdio(root)
+    try:
+        server.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode())
+        tools = server.read()["result"]["tools"]
+        strings = hostile_strings(outside)
+        plans = [(t["name"], arguments(t["inputSchema"], strings, garbage(strings))) for t in tools]
+        before = snapshot(outside)
+
+        @seed(19)
+        @settings(max_examples=STDIO_FUZZ_EXAMPLES, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @given(data=st.data())
+        def run(data) -> None:
+            for name, plan in plans:
+                args = data.draw(plan, label=name)
+                server.next_id += 1
+                request_id = server.next_id
+                frame = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                         "params": {"name": name, "arguments": args}}  # fmt: skip
+                server.send(json.dumps(frame).encode())  # ensure_ascii: surrogates escaped
+                reply = server.reply()
+                shown = f"{name}({repr(args)[:200]})"
+                assert reply.get("id") == request_id, (shown, reply)
+                if "error" in reply:
+                    message = reply["error"]["message"]
+                    assert len(message) <= ERROR_MAX_CHARS and "\n" not in message, (shown, reply)
+                else:
+                    text = "".join(c.get("text", "") for c in reply["result"]["content"])
+                    assert len(text.encode()) <= ANSWER_HARD_BYTES, shown
+                    if reply["result"].get("isError"):
+                        assert len(text) <= ERROR_MAX_CHARS and "\n" not in text, (shown, text)
+                assert snapshot(outside) == before, shown
+
+        run()
+    finally:
+        server.close()
+
+
+def test_an_answer_pydantic_cannot_serialize_still_goes_out() -> None:
+    # The last line behind wire_safe: the SDK's writer raised on a lone surrogate and the
+    # whole stdio server stopped; ours escapes it.
+    from mcp_types import JSONRPCResponse
+
+    from agent_workspace_mcp.transports.stdio import _serialized
+
+    message = JSONRPCResponse(jsonrpc="2.0", id=3, result={"text": "\udcffname"})
+    data = _serialized(message)
+    assert json.loads(data) == {"jsonrpc": "2.0", "id": 3, "result": {"text": "\udcffname"}}
+    assert data.decode("ascii")  # escaped, so valid UTF-8 on the wire

@@ -40,8 +40,8 @@ def too_large(limit: int) -> BadFrame:
     return BadFrame(INVALID_REQUEST, f"invalid request: the frame is larger than {limit:,} bytes")
 
 
-def check_frame(raw: bytes) -> BadFrame | None:
-    """None for a frame the SDK will accept, else what to answer."""
+def check_frame(raw: bytes) -> BadFrame | Any:
+    """The parsed JSON-RPC message, or what to answer when the frame is not one."""
     try:
         value = pydantic_core.from_json(raw)
     except ValueError as exc:
@@ -50,14 +50,13 @@ def check_frame(raw: bytes) -> BadFrame | None:
     if problem is not None:
         return problem
     try:
-        jsonrpc_message_adapter.validate_python(value, by_name=False)
+        return jsonrpc_message_adapter.validate_python(value, by_name=False)
     except ValueError:
         return BadFrame(
             INVALID_REQUEST,
             "invalid request: not a JSON-RPC 2.0 request, notification or response",
             _readable_id(value),
         )
-    return None
 
 
 def _unparsable(raw: bytes, exc: ValueError) -> BadFrame:

@@ -181,9 +181,9 @@ class FrameGuard:
             if not message.get("more_body"):
                 break
         body = b"".join(chunks)
-        bad = check_frame(body)
-        if bad is not None:
-            await _json_rpc_error(send, 400, bad)
+        checked = check_frame(body)
+        if isinstance(checked, BadFrame):
+            await _json_rpc_error(send, 400, checked)
             return
         replayed = False
 

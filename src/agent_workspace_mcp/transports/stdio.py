@@ -1,12 +1,14 @@
 """Serve over stdio: every frame answered, and a shutdown that always runs the cleanup.
 
-Frames. The MCP SDK's stdio reader drops a line it cannot parse without a reply and
-reads a line of any length into memory. We read stdin ourselves, in lines of at most
-STDIO_FRAME_MAX_BYTES, check each frame (`frames.check_frame`), answer a bad one with
-a JSON-RPC error and hand only good ones to the SDK's own `stdio_server` (through its
-public explicit-stream parameters). FastMCP 4.2's `run_stdio_async` has no way to pass
-those streams, so `_serve` repeats its ten lines (lifespan, transport marker, the
-low-level server's `run`), as FastMCP's own in-memory transport does.
+Frames. The MCP SDK's stdio transport drops a line it cannot parse without a reply,
+reads a line of any length into memory, and stops the whole server when an answer
+cannot be serialized (a lone surrogate). We run the two loops ourselves: stdin in lines
+of at most STDIO_FRAME_MAX_BYTES, each checked and parsed once (`frames.check_frame`),
+a bad one answered with a JSON-RPC error; stdout written line by line, an answer that
+pydantic cannot serialize re-encoded with its surrogates escaped. FastMCP 4.2's
+`run_stdio_async` cannot take other streams, so `_serve` repeats its few lines
+(lifespan, transport marker, the low-level server's `run`), as FastMCP's own in-memory
+transport does.
 While serving, fd 0 reads /dev/null and fd 1 writes to stderr, so a child process or a
 stray print can neither eat a frame nor tear one (the SDK does the same for itself).
 
@@ -20,14 +22,16 @@ ourselves, run the same idempotent cleanup the lifespan runs, and leave with
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import signal
 import sys
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import anyio
 from fastmcp import FastMCP
+from pydantic_core import PydanticSerializationError
 
 from ..console import say
 from ..core.limits import SHUTDOWN_CLEANUP_SECONDS, STDIO_FRAME_MAX_BYTES
@@ -69,11 +73,8 @@ class _Out:
         self.fd = fd
         self.lock = anyio.Lock()
 
-    async def write(self, text: str) -> None:
-        await self.send(text.encode("utf-8"))
-
-    async def flush(self) -> None:  # every write above is already on the wire
-        return None
+    async def message(self, message: Any) -> None:
+        await self.send(_serialized(message) + b"\n")
 
     async def send(self, data: bytes) -> None:
         async with self.lock:
@@ -86,7 +87,7 @@ class _Out:
 
 
 class _Frames:
-    """stdin as checked frames, for the SDK's reader (`async for line in stdin`)."""
+    """stdin as parsed, checked messages; a bad frame is answered here and skipped."""
 
     def __init__(self, fd: int, out: _Out) -> None:
         self.reader: BinaryIO = open(fd, "rb", buffering=64 * 1024, closefd=False)  # noqa: SIM115
@@ -95,7 +96,7 @@ class _Frames:
     def __aiter__(self) -> _Frames:
         return self
 
-    async def __anext__(self) -> bytes:
+    async def __anext__(self) -> Any:
         while True:
             got = await anyio.to_thread.run_sync(self._next, abandon_on_cancel=True)
             if got is None:
@@ -105,8 +106,8 @@ class _Frames:
                 continue
             return got
 
-    def _next(self) -> bytes | BadFrame | None:
-        """The next frame, the answer to a bad one, or None at the end of input."""
+    def _next(self) -> Any:
+        """The next message, the answer to a bad frame, or None at the end of input."""
         while True:
             try:
                 line = self.reader.readline(STDIO_FRAME_MAX_BYTES + 1)
@@ -119,25 +120,54 @@ class _Frames:
                     pass
                 return too_large(STDIO_FRAME_MAX_BYTES)
             if line.strip():  # blank lines are not frames
-                return check_frame(line) or line
+                return check_frame(line)
+
+
+def _serialized(message: Any) -> bytes:
+    try:
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+    except PydanticSerializationError:
+        # A lone surrogate somewhere (answers are made wire-safe first, so this is the
+        # last line): json escapes it as \\udXXX instead of the reply being lost.
+        data = message.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return json.dumps(data, separators=(",", ":")).encode()
 
 
 async def _serve(app: FastMCP, log_level: str | None) -> None:
     from fastmcp.server.context import reset_transport, set_transport
     from fastmcp.utilities.logging import temporary_log_level
-    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
 
     token = set_transport("stdio")
     try:
         with temporary_log_level(log_level), _Wire() as wire:
             out = _Out(wire.stdout_fd)
             frames = _Frames(wire.stdin_fd, out)
-            async with (
-                app._lifespan_manager(),
-                stdio_server(stdin=frames, stdout=out) as (read_stream, write_stream),  # type: ignore[arg-type]
-            ):
+            read_send, read_receive = anyio.create_memory_object_stream[Any](0)
+            write_send, write_receive = anyio.create_memory_object_stream[Any](0)
+
+            async def reader() -> None:
+                async with read_send:
+                    async for message in frames:
+                        await read_send.send(SessionMessage(message))
+
+            written = anyio.Event()
+
+            async def writer() -> None:
+                try:
+                    async with write_receive:
+                        async for session_message in write_receive:
+                            await out.message(session_message.message)
+                finally:
+                    written.set()
+
+            async with app._lifespan_manager(), anyio.create_task_group() as group:
+                group.start_soon(reader)
+                group.start_soon(writer)
                 server = app._mcp_server
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                await server.run(read_receive, write_send, server.create_initialization_options())
+                await written.wait()  # the runner closed its write stream: every answer is out
+                group.cancel_scope.cancel()  # a reader still blocked on stdin is not needed
     finally:
         reset_transport(token)
 
