@@ -18,7 +18,6 @@ from ..core.limits import (
     GREP_MAX_RESULTS,
     SYMBOL_MATCHES_LISTED,
 )
-from ..core.search.results import GrepQuery
 from ..core.textio import decode_text
 from ..core.workset import short_sha
 from ..services import Services
@@ -65,20 +64,19 @@ def read_symbol(
         found, _ = navigate.find_symbol(services.search, ws, name)
         if not found:
             raise NotFoundError(f"no definition of {echo(name)} found{_near(services, ws, name)}")
-        if len({(f.rel, f.definition.start) for f in found}) > 1:
+        if len(found) > 1:
             return _several(found, name, shower(ws))
-        path = found[0].rel
-    source = navigate.read_source(ws, path)
-    matches = navigate.find_definitions(source, name)
+        source, matches = found[0].source, [found[0].definition]
+    else:
+        source = navigate.read_source(ws, path)
+        matches = navigate.find_definitions(source, name)
     if not matches:
         names = navigate.names_in(source)
         close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-        hint = (
-            f" (did you mean {', '.join(close)}?)" if close else "; outline lists what it defines"
-        )
+        hint = f" (did you mean {listing(close)}?)" if close else "; outline lists what it defines"
         raise NotFoundError(f"{source.display}: no definition of {echo(name)}{hint}")
     if len(matches) > 1:
-        return _several([navigate.Found(source.rel, d) for d in matches], name, shower(ws))
+        return _several([navigate.Found(source, d) for d in matches], name, shower(ws))
     definition = matches[0]
     doc = decode_text(source.data, source.display)
     lines = split_lines(doc.text)
@@ -160,17 +158,7 @@ def _several(found, name: str, shown, *, cut: bool = False, heading: bool = True
 
 
 def _near(services: Services, ws, name: str) -> str:
-    word = name.rsplit(".", 1)[-1]
-    if not word.isidentifier():
-        return ""
-    stem = word[: max(3, len(word) - 2)]
-    query = GrepQuery(
-        pattern=rf"\b{stem}", ignore_case=True, max_results=200, context=0,
-        include=navigate.SOURCE_GLOB, no_ignore=False,
-    )  # fmt: skip
-    result, _ = services.search.grep(ws, None, query)
-    names = navigate.names_like(services.search, ws, sorted({h.path for h in result.hits}))
-    close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
+    close = navigate.near_names(services.search, ws, name)
     return f" (did you mean {listing(close)}?)" if close else ""
 
 

@@ -149,6 +149,12 @@ class ApiKeyHeader:
         await self.app(scope, receive, explained)
 
 
+def anonymous(scope) -> bool:
+    """Whether the auth layer found no valid credentials (it answers 401 itself)."""
+    user = scope.get("user")
+    return user is not None and not getattr(user, "is_authenticated", False)
+
+
 class FrameGuard:
     """Every POSTed frame read within HTTP_FRAME_MAX_BYTES and checked before the SDK
     sees it (issue 19): a bad one gets a JSON-RPC error body (400, or 413 when too
@@ -162,8 +168,7 @@ class FrameGuard:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        user = scope.get("user")
-        if user is not None and not getattr(user, "is_authenticated", False):
+        if anonymous(scope):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -235,8 +240,7 @@ class SessionGuard:
         if scope["type"] != "http" or not scope["path"].rstrip("/").endswith(MCP_PATH):
             await self.app(scope, receive, send)
             return
-        user = scope.get("user")
-        if user is not None and not getattr(user, "is_authenticated", False):
+        if anonymous(scope):
             # Authentication answers first (401 + WWW-Authenticate from FastMCP's auth
             # layer), so a session id is never checked, or confirmed, for an anonymous caller.
             await self.app(scope, receive, send)

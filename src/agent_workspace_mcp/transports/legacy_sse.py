@@ -26,6 +26,7 @@ from .http import (
     SessionInfo,
     _headers,
     _plain,
+    anonymous,
     resolve_subpath,
     subject_of,
 )
@@ -47,8 +48,7 @@ class LegacySessionGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        user = scope.get("user")
-        if user is not None and not getattr(user, "is_authenticated", False):
+        if anonymous(scope):
             await self.app(scope, receive, send)  # FastMCP answers 401 first
             return
         path = scope["path"]

@@ -6,16 +6,18 @@ are listed by the search engine, so .gitignore rules and ignored directories app
 
 from __future__ import annotations
 
+import difflib
 import posixpath
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..containment import locate
 from ..echo import echo
 from ..errors import BinaryFileError, InvalidArgumentError, NotFoundError
-from ..limits import ANSWER_BYTES, LIST_MAX_DEPTH, LIST_MAX_ENTRIES
+from ..limits import ANSWER_BYTES, GREP_MAX_RESULTS, LIST_MAX_DEPTH, LIST_MAX_ENTRIES
 from ..search.engine import SearchEngine
-from ..search.results import ListQuery
+from ..search.results import GrepQuery, ListQuery
 from ..textio import is_binary, read_bytes
 from ..workspaces import Workspace
 from .languages import EXTENSIONS, language_of, supported
@@ -95,12 +97,9 @@ def outline_tree(engine: SearchEngine, ws: Workspace, path: str, depth: int | No
         return f"(no {supported()} source files under {path or '.'})"
     out: list[str] = []
     used = 0
-    for index, rel in enumerate(files):
-        try:
-            source = read_source(ws, rel)
-            lines = outline_lines(source, depth)
-        except (BinaryFileError, InvalidArgumentError, NotFoundError):
-            continue  # changed since the listing, or not text: the rest still helps
+    for index, source in enumerate(readable(ws, files)):
+        rel = source.rel
+        lines = outline_lines(source, depth)
         if not lines:
             continue
         block = [f"==> {shown(rel)} <==", *lines]
@@ -145,8 +144,12 @@ def find_definitions(source: Source, name: str) -> list[Definition]:
 
 @dataclass(frozen=True)
 class Found:
-    rel: str
+    source: Source
     definition: Definition
+
+    @property
+    def rel(self) -> str:
+        return self.source.rel
 
 
 def find_symbol(
@@ -155,37 +158,19 @@ def find_symbol(
     """Where `name` (plain or dotted) is defined across the workspace: ripgrep narrows the
     files to those holding the word, tree-sitter confirms. The flag says the prefilter
     stopped at its cap, so some files were not looked at."""
-    from ..limits import GREP_MAX_RESULTS
-    from ..search.results import GrepQuery
-
-    word = name.rsplit(".", 1)[-1]
-    if not word.isidentifier():
-        raise InvalidArgumentError(f"'{echo(name)}' is not a name (letters, digits, _ and dots)")
-    query = GrepQuery(
-        pattern=rf"\b{word}\b", ignore_case=False, max_results=GREP_MAX_RESULTS, context=0,
-        include=SOURCE_GLOB, no_ignore=False,
-    )  # fmt: skip
-    result, _ = engine.grep(ws, None, query)
+    rels, cut = files_with(engine, ws, rf"\b{word_of(name)}\b", None)
     found: list[Found] = []
-    for rel in sorted({hit.path for hit in result.hits}):
-        try:
-            source = read_source(ws, rel)
-        except (BinaryFileError, InvalidArgumentError, NotFoundError):
-            continue
+    for source in readable(ws, rels):
         found.extend(
-            Found(rel, d) for d in find_definitions(source, name) if kind in (None, d.kind)
+            Found(source, d) for d in find_definitions(source, name) if kind in (None, d.kind)
         )
-    return found, result.more
+    return found, cut
 
 
-def names_like(engine: SearchEngine, ws: Workspace, rels: list[str]) -> list[str]:
+def names_like(ws: Workspace, rels: list[str]) -> list[str]:
     """Definition names in these files, for a did-you-mean."""
     names: set[str] = set()
-    for rel in rels[:50]:
-        try:
-            source = read_source(ws, rel)
-        except (BinaryFileError, InvalidArgumentError, NotFoundError):
-            continue
+    for source in readable(ws, rels[:50]):
         names.update(names_in(source))
     return sorted(names)
 
@@ -246,24 +231,52 @@ def find_references(
     engine: SearchEngine, ws: Workspace, name: str, path: str | None
 ) -> tuple[list[tuple[str, list[Reference]]], bool]:
     """Per file (sorted), the references to `name`; the flag says the prefilter was cut."""
-    from ..limits import GREP_MAX_RESULTS
-    from ..search.results import GrepQuery
+    word = word_of(name)
+    rels, cut = files_with(engine, ws, rf"\b{word}\b", path)
+    grouped = []
+    for source in readable(ws, rels):
+        refs = references_in(source, word)
+        if refs:
+            grouped.append((source.rel, refs))
+    return grouped, cut
 
+
+def word_of(name: str) -> str:
+    """The identifier a plain or dotted name ends with, or one sentence refusing it."""
     word = name.rsplit(".", 1)[-1]
     if not word.isidentifier():
         raise InvalidArgumentError(f"'{echo(name)}' is not a name (letters, digits, _ and dots)")
+    return word
+
+
+def files_with(
+    engine: SearchEngine, ws: Workspace, pattern: str, path: str | None, *, ignore_case=False
+) -> tuple[list[str], bool]:
+    """The ripgrep prefilter: sorted source files with a line matching `pattern`, and
+    whether it stopped at its cap (so some files were not looked at)."""
     query = GrepQuery(
-        pattern=rf"\b{word}\b", ignore_case=False, max_results=GREP_MAX_RESULTS, context=0,
+        pattern=pattern, ignore_case=ignore_case, max_results=GREP_MAX_RESULTS, context=0,
         include=SOURCE_GLOB, no_ignore=False,
     )  # fmt: skip
     result, _ = engine.grep(ws, path, query)
-    grouped = []
-    for rel in sorted({hit.path for hit in result.hits}):
+    return sorted({hit.path for hit in result.hits}), result.more
+
+
+def readable(ws: Workspace, rels: list[str]) -> Iterator[Source]:
+    """The sources among `rels`, skipping any that changed since the listing or is not
+    text: the rest of a multi-file answer still helps."""
+    for rel in rels:
         try:
-            source = read_source(ws, rel)
+            yield read_source(ws, rel)
         except (BinaryFileError, InvalidArgumentError, NotFoundError):
             continue
-        refs = references_in(source, word)
-        if refs:
-            grouped.append((rel, refs))
-    return grouped, result.more
+
+
+def near_names(engine: SearchEngine, ws: Workspace, name: str) -> list[str]:
+    """Up to three defined names close to `name`, from files holding a similar word."""
+    word = name.rsplit(".", 1)[-1]
+    if not word.isidentifier():
+        return []
+    stem = word[: max(3, len(word) - 2)]
+    rels, _ = files_with(engine, ws, rf"\b{stem}", None, ignore_case=True)
+    return difflib.get_close_matches(word, names_like(ws, rels), n=3, cutoff=0.6)
