@@ -5,9 +5,11 @@ answering; a hostile frame costs bounded memory."""
 from __future__ import annotations
 
 import json
+import os
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx2
@@ -71,6 +73,7 @@ class Stdio:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         self.next_id = 1000
+        self.pending = b""
         self.send(json.dumps(INIT).encode())
         assert "result" in self.read()
         self.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
@@ -81,11 +84,19 @@ class Stdio:
         self.proc.stdin.flush()
 
     def read(self, timeout: float = 30) -> dict:
+        # Our own line buffer: select() on a buffered pipe would not see lines that an
+        # earlier readline() already pulled into Python's buffer.
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        assert ready, f"no frame from the server within {timeout:.0f} s"
-        line = self.proc.stdout.readline()
-        assert line, "the server closed stdout"
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.pending:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([fd], [], [], max(left, 0))
+            assert ready, f"no frame from the server within {timeout:.0f} s"
+            chunk = os.read(fd, 1 << 16)
+            assert chunk, "the server closed stdout"
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
 
     def reply(self) -> dict:
