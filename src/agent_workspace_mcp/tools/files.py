@@ -341,10 +341,17 @@ def file_info(services: Services, path: PathArg, workspace: WorkspaceArg = None)
 
 
 def register(app: FastMCP, services: Services) -> None:
-    add_tool(app, bind(read_file, services), annotations=READ_ONLY, title="Read file")
-    add_tool(app, bind(read_files, services), annotations=READ_ONLY, title="Read files")
-    add_tool(app, bind(read_binary_file, services), annotations=READ_ONLY, title="Read binary file")
-    add_tool(app, bind(file_info, services), annotations=READ_ONLY, title="File info")
+    add_tool(app, bind(read_file, services, inline=True), annotations=READ_ONLY, title="Read file")
+    add_tool(
+        app, bind(read_files, services, inline=True), annotations=READ_ONLY, title="Read files"
+    )
+    add_tool(
+        app,
+        bind(read_binary_file, services, inline=True),
+        annotations=READ_ONLY,
+        title="Read binary file",
+    )
+    add_tool(app, bind(file_info, services, inline=True), annotations=READ_ONLY, title="File info")
     add_tool(app, bind(write_file, services), annotations=DESTRUCTIVE, title="Write file")
     add_tool(
         app, bind(write_binary_file, services), annotations=DESTRUCTIVE, title="Write binary file"

@@ -63,5 +63,5 @@ def edit(
 def register(app: FastMCP, services: Services) -> None:
     if services.settings.profile != "persona":
         return
-    add_tool(app, bind(read, services), annotations=READ_ONLY, title="Read")
+    add_tool(app, bind(read, services, inline=True), annotations=READ_ONLY, title="Read")
     add_tool(app, bind(edit, services), annotations=DESTRUCTIVE, title="Edit")

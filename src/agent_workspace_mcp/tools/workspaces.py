@@ -40,4 +40,9 @@ def workspace_list(services: Services) -> str:
 
 
 def register(app: FastMCP, services: Services) -> None:
-    add_tool(app, bind(workspace_list, services), annotations=READ_ONLY, title="List workspaces")
+    add_tool(
+        app,
+        bind(workspace_list, services, inline=True),
+        annotations=READ_ONLY,
+        title="List workspaces",
+    )
