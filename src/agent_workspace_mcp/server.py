@@ -47,6 +47,7 @@ from .tools import (
     search,
     shell,
     skills,
+    undo,
     workspaces,
 )
 
@@ -63,6 +64,7 @@ TOOL_MODULES = (
     memory,
     changes,
     skills,
+    undo,
     workspaces,
     persona,
 )

@@ -50,8 +50,12 @@ async def test_mutating_tools_are_journaled_read_only_ones_are_not(
         "patch",
         "edit_file",
     ]
-    assert entries[0] | {"ts": "T"} == {
+    # Every entry has its own short id (the key to its checkpoint: undo, restore_file).
+    ids = [e["id"] for e in entries]
+    assert len(set(ids)) == len(ids) and all(len(i) == 7 and i.isalnum() for i in ids)
+    assert entries[0] | {"ts": "T", "id": "I"} == {
         "ts": "T",
+        "id": "I",
         "tool": "write_file",
         "paths": ["a.txt"],
         "detail": "created 4 bytes",
@@ -72,12 +76,13 @@ async def test_work_log_renders_and_filters(client: Client, ws: Path) -> None:
     await ok(client, "write_file", path="docs/y.md", content="y")
     text = await ok(client, "work_log")
     first = text.splitlines()[0]
-    assert first.endswith("  write_file  docs/y.md  — created 1 bytes  [ok]")
+    entry_id = journal(ws)[-1]["id"]
+    assert first.endswith(f"  write_file  docs/y.md  — created 1 bytes  [ok]  (id {entry_id})")
     assert len(text.splitlines()) == 2
     assert (
         (await ok(client, "work_log", path="src/"))
         .splitlines()[0]
-        .endswith("src/x.py  — created 1 bytes  [ok]")
+        .endswith(f"src/x.py  — created 1 bytes  [ok]  (id {journal(ws)[0]['id']})")
     )
     assert len((await ok(client, "work_log", limit=1)).splitlines()) == 1
     assert await ok(client, "work_log", since="2999-01-01T00:00:00Z") == "no activity matches"
@@ -125,7 +130,7 @@ async def test_rotation_and_bounded_reads_skip_malformed_lines(ws: Path) -> None
             handle.write("{not json\n\n[1,2]\n")
         await ok(client, "write_file", path="last.txt", content="x")
         lines = (await ok(client, "work_log", limit=500)).splitlines()
-    assert lines[0].endswith("last.txt  — created 1 bytes  [ok]")
+    assert lines[0].split("  (id ")[0].endswith("last.txt  — created 1 bytes  [ok]")
     in_current = sum(1 for line in current.read_text().splitlines() if line.startswith('{"ts"'))
     in_rotated = len((state / "journal.1.jsonl").read_text().splitlines())
     # Malformed lines are skipped, and reading continues into the rotated file.

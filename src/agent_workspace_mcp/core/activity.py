@@ -14,6 +14,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .checkpoints.recorder import Recorder
+    from .containment import Located
 
 
 @dataclass
@@ -47,3 +52,42 @@ def capture() -> Iterator[Activity]:
         yield activity
     finally:
         _current.reset(token)
+
+
+# The checkpoint of the call being journaled (issue 17), if any: tool bodies report each
+# path before they change it. Outside a recorded call these do nothing.
+_recorder: ContextVar[Recorder | None] = ContextVar("agent_workspace_recorder", default=None)
+
+
+def before(loc: Located, *, recursive: bool = False) -> None:
+    """`loc` (and, if `recursive`, everything under it) is about to change."""
+    recorder = _recorder.get()
+    if recorder is not None:
+        recorder.located(loc, recursive=recursive)
+
+
+def before_content(loc: Located, data: bytes | None, mode: int | None) -> None:
+    """`loc` is about to change; its current bytes are `data` (None: it does not exist)."""
+    recorder = _recorder.get()
+    if recorder is not None:
+        recorder.content(loc, data, mode)
+
+
+def ran_command() -> None:
+    """The call ran a command: its side effects are not recorded, and undo says so."""
+    recorder = _recorder.get()
+    if recorder is not None:
+        recorder.cmd = True
+
+
+def current_recorder() -> Recorder | None:
+    return _recorder.get()
+
+
+@contextmanager
+def recording(recorder: Recorder) -> Iterator[Recorder]:
+    token = _recorder.set(recorder)
+    try:
+        yield recorder
+    finally:
+        _recorder.reset(token)

@@ -146,7 +146,7 @@ ARGUMENT_CHARS = {
     **dict.fromkeys(
         (
             "workspace", "changeId", "change", "taskId", "jobId", "name", "runner", "task",
-            "stage", "status", "tag", "tags", "since", "kind",
+            "stage", "status", "tag", "tags", "since", "kind", "to", "before",
         ),
         IDENTIFIER_MAX_CHARS,
     ),
@@ -208,6 +208,26 @@ REMEMBER_TEXT_CHARS = 10_000  # ours: a note is a note, not a document (use chan
 CHANGE_RECENT_ENTRIES = 10  # change_status shows the last 10 tagged journal entries
 CHANGE_DOC_MAX_BYTES = 1 * MIB  # ours: one change_doc call
 SLUG_MAX_CHARS = 60  # ours: change ids stay readable in paths and answers
+
+# --- checkpoints (issue 17: every write can be undone) ---------------------------
+# ours: the content store under .workspace-mcp/checkpoints/ holds at most this much;
+# past it the oldest checkpoints are pruned first (work_log then says which entries are
+# no longer undoable). 256 MiB is a few thousand edits of ordinary source files.
+CHECKPOINT_STORE_MAX_BYTES = 256 * MIB
+CHECKPOINT_PRUNE_TO = 0.8  # ours: prune down to 80% of the cap, so pruning is rare
+# ours: a file above this is recorded as not restorable (its size and time only),
+# the same bound as reading and editing.
+CHECKPOINT_FILE_MAX_BYTES = MAX_FILE_BYTES
+# ours: one call records at most this many paths (a recursive delete or move of a
+# directory); beyond it the call is recorded as not restorable.
+CHECKPOINT_MAX_PATHS = 10_000
+CHECKPOINT_CALL_MAX_BYTES = 64 * MIB  # ours: content one call may add to the store
+# ours: the index keeps this many calls; older lines are dropped (as pruned).
+CHECKPOINT_INDEX_MAX_LINES = 5_000
+# ours: a manifest up to this size is kept in its index line; larger ones are objects.
+CHECKPOINT_INLINE_MANIFEST_BYTES = 2 * KIB
+UNDO_MAX_STEPS = 100  # ours: undo(steps) at most; a larger range is `to` or `change`
+UNDO_LINES_SHOWN = 30  # ours: per-path lines in an undo answer; the rest are counted
 
 # --- skills (agentskills.io limits, as FastMCP 4.2 enforces them) -----------------
 SKILL_FILES_MAX = 512

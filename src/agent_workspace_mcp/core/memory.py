@@ -87,10 +87,17 @@ class Memory:
         detail: str | None = None,
         result: str | None = None,
         change: str | None = None,
+        entry_id: str | None = None,
+        ts: str | None = None,
     ) -> None:
-        """Append one journal entry; never raises (best effort, logged)."""
+        """Append one journal entry; never raises (best effort, logged).
+
+        `change=""` means the caller already knows there is no active change."""
         try:
-            entry: dict[str, Any] = {"ts": now_iso(), "tool": tool}
+            entry: dict[str, Any] = {"ts": ts or now_iso()}
+            if entry_id:
+                entry["id"] = entry_id
+            entry["tool"] = tool
             paths = list(paths)
             if paths:
                 entry["paths"] = paths
@@ -181,8 +188,10 @@ def one_line(value: object) -> str:
     )
 
 
-def render_entry(record: dict[str, Any]) -> str:
-    """`2026-09-18T07:50:12.000Z  edit_file  src/x.ts  — 2 replacements  [ok]`"""
+def render_entry(record: dict[str, Any], note: str | None = None) -> str:
+    """`2026-09-18T07:50:12.000Z  edit_file  src/x.ts  — 2 replacements  [ok]  (id k3f9a2q)`
+
+    The seed's line, then the entry's id (what undo and restore_file take) and `note`."""
     parts = [one_line(record.get("ts", "?")), one_line(record.get("tool", "?"))]
     paths = record.get("paths") or []
     if paths:
@@ -197,6 +206,11 @@ def render_entry(record: dict[str, Any]) -> str:
         line += f"  [{one_line(record['result'])}]"
     if record.get("change"):
         line += f"  #{one_line(record['change'])}"
+    tail = [f"id {one_line(record['id'])}"] if isinstance(record.get("id"), str) else []
+    if note:
+        tail.append(note)
+    if tail:
+        line += f"  ({', '.join(tail)})"
     return line
 
 

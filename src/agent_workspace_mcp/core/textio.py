@@ -213,8 +213,13 @@ def format_size(n: int) -> str:
     return f"{n / MIB:.1f} MiB"
 
 
-def atomic_write(loc: Located, data: bytes, *, mode: int | None = None) -> bool:
+def atomic_write(
+    loc: Located, data: bytes, *, mode: int | None = None, durable: bool = True
+) -> bool:
     """Replace (or create) the located file with `data`. Returns True if it existed.
+
+    `durable=False` skips the fsyncs, for data that checks itself when read back
+    (checkpoint objects are named by their digest).
 
     Keeps the existing file's permission bits and, when running with the privilege to,
     its owner. A symlink at the final name is never written through here: `locate()`
@@ -254,7 +259,8 @@ def atomic_write(loc: Located, data: bytes, *, mode: int | None = None) -> bool:
             os.fchmod(fd, mode)
             if keep_regular and existing is not None and os.geteuid() == 0:
                 os.fchown(fd, existing.st_uid, existing.st_gid)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.rename(tmp, loc.name, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
@@ -265,6 +271,7 @@ def atomic_write(loc: Located, data: bytes, *, mode: int | None = None) -> bool:
             raise WorkspaceError(describe_os_error(exc, loc.display)) from None
         raise
     # Some file systems refuse fsync on directories; the rename is done either way.
-    with contextlib.suppress(OSError):
-        os.fsync(loc.dir_fd)
+    if durable:
+        with contextlib.suppress(OSError):
+            os.fsync(loc.dir_fd)
     return existing is not None

@@ -1,18 +1,23 @@
 """The journal, wired once: every journaled tool call appends one entry, success or not.
 
 Tools say what they touched with `core.activity.record(paths, detail, result)`; this
-middleware opens the capture around the call, then writes `{ts, tool, paths?, detail?,
-result?, change?}` to the selected workspace's journal: `result` is the tool's own
+middleware opens the capture around the call, then writes `{ts, id, tool, paths?,
+detail?, result?, change?}` to the selected workspace's journal: `result` is the tool's own
 (e.g. `exit 0 (12ms)`) or `ok`, or `error: <sentence>`. Read-only tools, `job_status`
 and `remember` are not journaled (the tag decides). A journal failure is logged and
 never changes the answer.
+
+Each entry gets a short id; the call's checkpoint (core.checkpoints, issue 17) is
+recorded under the same id, so `undo` and `restore_file` can name it.
 """
 
 import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core import activity
+from ..core.checkpoints.recorder import Recorder, new_entry_id
 from ..core.errors import WorkspaceError
+from ..core.memory import now_iso
 from ..requestctx import JOURNAL_TAG
 from ..services import Services
 from .outcome import Outcome, observed
@@ -40,7 +45,8 @@ class JournalMiddleware(Middleware):
         except WorkspaceError:
             return await call_next(context)  # the tool reports the unknown workspace itself
         outcome = Outcome()
-        with activity.capture() as act:
+        recorder = Recorder(ws, new_entry_id())
+        with activity.capture() as act, activity.recording(recorder):
             try:
                 return await observed(context, call_next, outcome)
             finally:
@@ -48,12 +54,21 @@ class JournalMiddleware(Middleware):
                     result_text = act.result or "ok"
                 else:
                     result_text = f"error: {outcome.error}" if outcome.error else "error"
-                await anyio.to_thread.run_sync(
-                    lambda: self.services.memory.record(
+
+                def write() -> None:
+                    memory = self.services.memory
+                    change = memory.active_change(ws)
+                    ts = now_iso()
+                    recorder.finish(context.message.name, ts, change)
+                    memory.record(
                         ws,
                         context.message.name,
                         paths=act.paths,
                         detail=act.detail,
                         result=result_text,
+                        change=change or "",
+                        entry_id=recorder.id,
+                        ts=ts,
                     )
-                )
+
+                await anyio.to_thread.run_sync(write)

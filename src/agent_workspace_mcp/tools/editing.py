@@ -189,6 +189,8 @@ def write_or_preview(changes: list, dry_run: bool) -> None:
     if dry_run:
         activity.record(result="dry run, nothing written")
     else:
+        for change in changes:
+            activity.before_content(change.loc, change.before, change.mode)
         commit(changes)
 
 

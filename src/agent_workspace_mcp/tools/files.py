@@ -213,6 +213,7 @@ def write_file(
         doc = _existing_conventions(loc)
         data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
         _check_write_size(loc.display, len(data))
+        activity.before(loc)
         with loc.parents_made():
             existed = atomic_write(loc, data)
     kept = ""
@@ -239,6 +240,7 @@ def write_binary_file(
     ws = services.workspaces.get(workspace)
     with locate(ws, path, defer_parents=True, write=True) as loc:
         _check_write_size(loc.display, len(data))
+        activity.before(loc)
         with loc.parents_made():
             existed = atomic_write(loc, data)
     verb = "Updated" if existed else "Created"
@@ -249,8 +251,10 @@ def write_binary_file(
 def make_directory(services: Services, path: PathArg, workspace: WorkspaceArg = None) -> str:
     """Create a directory and any missing parents (an existing one is fine)."""
     ws = services.workspaces.get(workspace)
-    with locate(ws, path, create_parents=True, write=True) as loc:
-        created = fileops.make_directory(loc)
+    with locate(ws, path, defer_parents=True, write=True) as loc:
+        activity.before(loc)
+        with loc.parents_made():
+            created = fileops.make_directory(loc)
     activity.record([loc.display], "created" if created else "already existed")
     return (
         f"Created directory {loc.display}" if created else f"Directory {loc.display} already exists"
@@ -268,6 +272,7 @@ def delete_path(
     """Delete a file, a symlink (not its target) or a directory. Never the workspace root."""
     ws = services.workspaces.get(workspace)
     with locate(ws, path, follow_final=False, write=True) as loc:
+        activity.before(loc, recursive=recursive)
         what = fileops.delete(loc, recursive=recursive)
     activity.record([loc.display], f"deleted {what}")
     return f"Deleted {loc.display} ({what})"
@@ -288,9 +293,11 @@ def move_path(
     with (
         locate(ws, source, follow_final=False, write=True) as src,
         locate(ws, destination, follow_final=False, defer_parents=True, write=True) as dst,
-        dst.parents_made(),
     ):
-        fileops.move(src, dst, overwrite=overwrite)
+        activity.before(src, recursive=True)
+        activity.before(dst, recursive=True)
+        with dst.parents_made():
+            fileops.move(src, dst, overwrite=overwrite)
     activity.record([src.display, dst.display], "moved")
     return f"Moved {src.display} -> {dst.display}"
 
@@ -314,6 +321,8 @@ def rename_path(
         parent = posixpath.dirname(src.display)
         target = posixpath.join(parent, newName) if parent else newName
         with locate(ws, target, follow_final=False, write=True) as dst:
+            activity.before(src, recursive=True)
+            activity.before(dst, recursive=True)
             fileops.move(src, dst, overwrite=overwrite)
     activity.record([src.display, dst.display], "renamed")
     return f"Renamed {src.display} -> {dst.display}"

@@ -7,6 +7,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from ..core import limits
+from ..core.checkpoints.store import Store
 from ..core.memory import render_entry, render_note
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind
@@ -31,14 +32,17 @@ def work_log(
     ] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Recent activity, newest first: every mutating tool call with paths, detail, outcome."""
+    """Recent activity, newest first: every mutating call's paths, detail, outcome, id."""
     ws = services.workspaces.get(workspace)
     entries = services.memory.work_log(ws, limit=limit, since=since, path=path, change=change)
     if not entries:
         return (
             "no activity recorded yet" if not (since or path or change) else "no activity matches"
         )
-    return "\n".join(render_entry(e) for e in entries)
+    gone = {line["id"] for line in Store(ws).lines() if line.get("pruned")}
+    return "\n".join(
+        render_entry(e, "no longer undoable" if e.get("id") in gone else None) for e in entries
+    )
 
 
 def remember(

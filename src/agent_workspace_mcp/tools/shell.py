@@ -159,6 +159,7 @@ class Runner:
         child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
         command = shown_command(argv)
         activity.record(detail=command)
+        activity.ran_command()
         if background:
             job = registry.adopt(child, command=command, cwd=cwd, owner=owner, name=None,
                                  max_runtime_ms=timeout_ms, replay=True)  # fmt: skip
@@ -348,6 +349,7 @@ async def start_job(
         max_runtime_ms=maxRuntimeMs, replay=True,
     )  # fmt: skip
     activity.record(detail=shown, result=f"started ({job.id})")
+    activity.ran_command()
     return _job_started(job, runner.services.settings.http)
 
 
@@ -389,6 +391,7 @@ def job_kill(runner: Runner, jobId: Annotated[str, Field(description="The job to
     Killing a job that already finished is not an error.
     """
     activity.record(detail=jobId)
+    activity.ran_command()
     job = runner.services.jobs.kill(jobId, current_subject())
     activity.record(result=job.status)
     return _describe_job(runner.services, job, 0)

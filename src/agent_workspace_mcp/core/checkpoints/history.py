@@ -1,0 +1,212 @@
+"""The recorded calls of a workspace, and which path states an undo restores.
+
+An index line (store.INDEX) is one journaled call:
+`{id, ts, tool, change?, cmd?, p: {path: [before, after]} | m: digest, b, trunc?,
+reverts?, pruned?}`: `p` inline when small, else the manifest is an object named `m`;
+`b` the bytes it added to the store; `cmd` when it ran a command (its side effects are
+not recorded); `reverts` the ids an undo reverted; `trunc` when the call touched more
+paths than one checkpoint records.
+
+An undo is itself a recorded call, so it can be undone. A call is *undone* when a
+later undo that is not itself undone reverted it; `undo(steps)` walks back through
+the calls that are neither undone nor undos (like an editor's undo), `to` returns to
+the state right after one entry (undos and undone calls included), `change` reverts
+the calls of one change.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidArgumentError, WorkspaceError
+from .states import NONE, State, restorable, same
+from .store import LostObjectError, Store
+
+
+def manifest_of(store: Store, line: dict[str, Any]) -> dict[str, Any] | None:
+    """`{path: [before, after]}` of an index line; None when pruned or lost."""
+    if line.get("pruned"):
+        return None
+    inline = line.get("p")
+    if isinstance(inline, dict):
+        return inline
+    digest = line.get("m")
+    if not isinstance(digest, str):
+        return {}
+    try:
+        loaded = json.loads(store.get(digest))
+    except (LostObjectError, ValueError):
+        return None
+    return loaded if isinstance(loaded, dict) else None
+
+
+@dataclass
+class Entry:
+    id: str
+    tool: str
+    ts: str
+    change: str | None
+    cmd: bool
+    reverts: list[str] | None  # an undo: the ids it reverted
+    pruned: bool
+    truncated: bool
+    paths: dict[str, tuple[State, State]] | None  # None: its checkpoint is gone
+    undone: bool = False
+
+    @property
+    def is_undo(self) -> bool:
+        return self.reverts is not None
+
+    @property
+    def effective(self) -> bool:
+        """It changed the tree (or may have: a command)."""
+        if self.cmd or self.paths is None:
+            return True
+        return any(not same(after, before) for before, after in self.paths.values())
+
+    @property
+    def label(self) -> str:
+        return f"#{self.id} {self.tool}"
+
+
+@dataclass
+class Plan:
+    """What an undo does: each path to its target state, checked against expectations."""
+
+    entries: list[Entry]
+    targets: dict[str, State] = field(default_factory=dict)
+    expected: dict[str, State] = field(default_factory=dict)
+    blocked: list[str] = field(default_factory=list)  # one sentence each
+    lost: list[str] = field(default_factory=list)  # paths that cannot be restored
+
+
+class History:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.entries = [self._entry(line) for line in store.lines()]
+        self._mark_undone()
+
+    def _entry(self, line: dict[str, Any]) -> Entry:
+        manifest = manifest_of(self.store, line)
+        paths = None
+        if manifest is not None:
+            paths = {
+                rel: (pair[0], pair[1])
+                for rel, pair in manifest.items()
+                if isinstance(pair, list) and len(pair) == 2
+            }
+        reverts = line.get("reverts")
+        if isinstance(reverts, list):
+            reverts = [r for r in reverts if isinstance(r, str)]
+        return Entry(
+            id=line["id"],
+            tool=str(line.get("tool", "?")),
+            ts=str(line.get("ts", "")),
+            change=line.get("change") if isinstance(line.get("change"), str) else None,
+            cmd=bool(line.get("cmd")),
+            reverts=[r for r in reverts if isinstance(r, str)]
+            if isinstance(reverts, list)
+            else None,
+            pruned=bool(line.get("pruned")),
+            truncated=bool(line.get("trunc")),
+            paths=paths,
+        )
+
+    def _mark_undone(self) -> None:
+        dead: set[str] = set()
+        for entry in reversed(self.entries):
+            if entry.id in dead:
+                entry.undone = True
+                continue
+            dead.update(entry.reverts or ())
+
+    def find(self, entry_id: str) -> int:
+        wanted = entry_id.strip().lstrip("#")
+        for index in range(len(self.entries) - 1, -1, -1):
+            if self.entries[index].id == wanted:
+                return index
+        raise InvalidArgumentError(
+            f"no journal entry #{wanted[:40]} in this workspace's checkpoints; "
+            "work_log shows each entry's id"
+        )
+
+    # --- selecting ---------------------------------------------------------------
+
+    def last_steps(self, steps: int) -> list[Entry]:
+        chosen: list[Entry] = []
+        for entry in reversed(self.entries):
+            if len(chosen) == steps:
+                break
+            if entry.undone or entry.is_undo or not entry.effective:
+                continue
+            chosen.append(entry)
+        if not chosen:
+            raise WorkspaceError("nothing to undo: no recorded change in this workspace")
+        return chosen[::-1]
+
+    def after(self, entry_id: str) -> list[Entry]:
+        chosen = [e for e in self.entries[self.find(entry_id) + 1 :] if e.effective]
+        if not chosen:
+            raise WorkspaceError(f"nothing to undo: no change was recorded after #{entry_id}")
+        return chosen
+
+    def of_change(self, change: str) -> list[Entry]:
+        chosen = [
+            e
+            for e in self.entries
+            if e.change == change and not e.undone and not e.is_undo and e.effective
+        ]
+        if not chosen:
+            raise WorkspaceError(f'nothing to undo: no recorded change under change "{change}"')
+        return chosen
+
+    # --- planning --------------------------------------------------------------
+
+    def plan(self, chosen: list[Entry], *, under: str | None = None) -> Plan:
+        """Each path the chosen calls touched back to its state before the first of them.
+
+        `under`: only that path and what lies below it (restore_file).
+        """
+        plan = Plan(chosen)
+        ids = {e.id for e in chosen}
+        first_seen: dict[str, int] = {}  # path -> index of the first chosen entry
+        for entry in chosen:
+            if entry.paths is None:
+                plan.blocked.append(
+                    f"{entry.label} is no longer undoable (its checkpoint was pruned)"
+                )
+                continue
+            if entry.truncated:
+                plan.blocked.append(f"{entry.label} touched more paths than a checkpoint records")
+            for rel, (before, _after) in entry.paths.items():
+                if under is not None and rel != under and not rel.startswith(under + "/"):
+                    continue
+                if rel not in plan.targets:
+                    plan.targets[rel] = before
+                    first_seen[rel] = self.entries.index(entry)
+                    if not restorable(before):
+                        plan.lost.append(rel)
+        # What the recorded calls left at each path: the latest entry touching it.
+        for index, entry in enumerate(self.entries):
+            for rel, (before, after) in (entry.paths or {}).items():
+                if rel in plan.targets:
+                    plan.expected[rel] = after
+                    if (
+                        under is None
+                        and entry.id not in ids
+                        and index > first_seen[rel]
+                        and not entry.undone
+                        and not entry.is_undo
+                        and not same(after, before)
+                    ):
+                        plan.blocked.append(
+                            f"{rel} was also changed by {entry.label}, which is not in this "
+                            "range; undo that first or pass to="
+                        )
+        return plan
+
+
+def expected_of(plan: Plan, rel: str) -> State:
+    return plan.expected.get(rel, NONE)

@@ -1,0 +1,261 @@
+"""The checkpoint store under `.workspace-mcp/checkpoints/`: objects and the call index.
+
+- `objects/ab/cdef…`: file contents named by their sha256, zlib-compressed when that
+  saves a tenth or more (first byte `z`, else `r` for raw). Written without fsync: an
+  object checks itself against its name when read back, so a torn one is reported as
+  lost, never restored.
+- `index.jsonl`: one line per journaled call, oldest first (see `history.Entry`).
+
+Every path goes through `locate()` like any state file (statefiles), appends and
+rewrites hold the state lock, so several server processes share one store. Pruning
+drops the oldest calls first, keeping their lines as `{"id", "pruned": true}` so the
+work log can say which entries are no longer undoable; an object is deleted only when
+no kept call names it and it is older than a grace period (a call in flight in another
+process may have just found it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from ..containment import locate
+from ..errors import NotFoundError, WorkspaceError
+from ..limits import (
+    CHECKPOINT_INDEX_MAX_LINES,
+    CHECKPOINT_PRUNE_TO,
+    CHECKPOINT_STORE_MAX_BYTES,
+    MAX_FILE_BYTES,
+)
+from ..osflags import DIR_FLAGS, READ_FLAGS
+from ..statefiles import JsonlStream, dumps, read_text, state_lock, state_rel, write_text
+from ..textio import atomic_write
+from ..workspaces import Workspace
+
+DIR = "checkpoints"
+INDEX = "index.jsonl"
+OBJECTS = "objects"
+GC_GRACE_SECONDS = 3600  # an object younger than this is never collected (see above)
+
+
+class LostObjectError(WorkspaceError):
+    pass
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# Per workspace state dir: (index size we last saw, bytes the kept calls added), so a
+# call does not re-read the whole index to know whether the store is over its cap.
+_usage: dict[str, tuple[int, int]] = {}
+_usage_guard = threading.Lock()
+
+
+class Store:
+    def __init__(self, ws: Workspace, cap: int = CHECKPOINT_STORE_MAX_BYTES) -> None:
+        self.ws = ws
+        self.cap = cap
+
+    # --- objects -------------------------------------------------------------------
+
+    def _object_rel(self, digest: str) -> str:
+        return state_rel(self.ws, DIR, OBJECTS, digest[:2], digest[2:])
+
+    def put(self, data: bytes) -> tuple[str, int]:
+        """Store `data`; returns its digest and the bytes it added (0 if already there)."""
+        digest = digest_of(data)
+        with locate(self.ws, self._object_rel(digest), create_parents=True) as loc:
+            st = loc.lstat()
+            if st is not None and stat.S_ISREG(st.st_mode):
+                with contextlib.suppress(OSError):  # fresh again for the collector's grace
+                    os.utime(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
+                return digest, 0
+            packed = zlib.compress(data, 1)
+            blob = b"z" + packed if len(packed) < len(data) * 0.9 else b"r" + data
+            atomic_write(loc, blob, mode=0o600, durable=False)
+        return digest, len(blob)
+
+    def get(self, digest: str) -> bytes:
+        """The content named `digest`; LostObjectError if it is missing or damaged."""
+        try:
+            with locate(self.ws, self._object_rel(digest), follow_final=False) as loc:
+                fd = os.open(loc.name, READ_FLAGS, dir_fd=loc.dir_fd)
+        except (NotFoundError, OSError):
+            raise LostObjectError(f"checkpoint data {digest[:12]} is missing") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise LostObjectError(f"checkpoint data {digest[:12]} is not a file")
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+                if sum(map(len, chunks)) > MAX_FILE_BYTES + 1:
+                    break
+        finally:
+            os.close(fd)
+        blob = b"".join(chunks)
+        try:
+            data = zlib.decompress(blob[1:]) if blob[:1] == b"z" else blob[1:]
+        except zlib.error:
+            data = b""
+        if blob[:1] not in (b"z", b"r") or digest_of(data) != digest:
+            raise LostObjectError(f"checkpoint data {digest[:12]} is damaged")
+        return data
+
+    # --- the index ------------------------------------------------------------------
+
+    def _stream(self) -> JsonlStream:
+        # Never rotated: pruning bounds it (CHECKPOINT_INDEX_MAX_LINES short lines).
+        return JsonlStream(self.ws, f"{DIR}/index", MAX_FILE_BYTES)
+
+    def lines(self) -> list[dict[str, Any]]:
+        """Every index line, oldest first (unreadable lines skipped)."""
+        try:
+            text = read_text(self.ws, DIR, INDEX)
+        except WorkspaceError:
+            return []
+        found = []
+        for raw in (text or "").splitlines():
+            try:
+                record = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("id"), str):
+                found.append(record)
+        return found
+
+    def append(self, line: dict[str, Any]) -> None:
+        """Add one call's line, then prune if the store went over its cap."""
+        encoded = (dumps(line) + "\n").encode("utf-8")
+        with state_lock(self.ws):
+            before = self._index_size()
+            self._stream().append(line, locked=True)
+            after = self._index_size()
+            key = self.ws.state_dir
+            with _usage_guard:
+                seen = _usage.get(key)
+            if seen is not None and seen[0] == before and after == before + len(encoded):
+                total = seen[1] + int(line.get("b", 0))
+            else:  # first use, or another process wrote: count again
+                total = sum(int(x.get("b", 0)) for x in self.lines() if not x.get("pruned"))
+            count_over = False
+            if total > self.cap or (count_over := self._too_many_lines(after)):
+                total = self._prune(force_lines=count_over)
+                after = self._index_size()
+            with _usage_guard:
+                _usage[key] = (after, total)
+
+    def _index_size(self) -> int:
+        try:
+            with locate(self.ws, state_rel(self.ws, DIR, INDEX), follow_final=False) as loc:
+                st = loc.lstat()
+        except WorkspaceError:
+            return 0
+        return st.st_size if st is not None else 0
+
+    def _too_many_lines(self, size: int) -> bool:
+        # Cheap test first: a line is at least ~60 bytes.
+        return size > CHECKPOINT_INDEX_MAX_LINES * 60 and len(self.lines()) > (
+            CHECKPOINT_INDEX_MAX_LINES
+        )
+
+    def _prune(self, *, force_lines: bool = False) -> int:
+        """Drop the oldest calls until the store is under its cap (held: the state lock)."""
+        lines = self.lines()
+        if force_lines or len(lines) > CHECKPOINT_INDEX_MAX_LINES:
+            keep_lines = int(CHECKPOINT_INDEX_MAX_LINES * CHECKPOINT_PRUNE_TO)
+            lines = lines[-keep_lines:]
+        total = sum(int(x.get("b", 0)) for x in lines if not x.get("pruned"))
+        target = self.cap * CHECKPOINT_PRUNE_TO
+        for index, line in enumerate(lines):
+            if total <= target:
+                break
+            if not line.get("pruned"):
+                total -= int(line.get("b", 0))
+                lines[index] = {"id": line["id"], "ts": line.get("ts"), "pruned": True}
+        total = self._collect(lines)
+        write_text(self.ws, "".join(dumps(x) + "\n" for x in lines), DIR, INDEX)
+        return total
+
+    def _collect(self, lines: list[dict[str, Any]]) -> int:
+        """Delete objects no kept call names; re-attribute sizes; return the kept total."""
+        from .history import manifest_of  # the index format lives there
+
+        referenced: dict[str, int] = {}
+        for line in lines:
+            if line.get("pruned"):
+                continue
+            owned = 0
+            for digest in _digests(line, manifest_of(self, line)):
+                if digest not in referenced:
+                    referenced[digest] = 0
+                    owned += 1
+            line["_owned"] = owned
+        kept = 0
+        now = time.time()
+        for digest, size, mtime, remove in self._objects():
+            if digest in referenced:
+                referenced[digest] = size
+                kept += size
+            elif now - mtime > GC_GRACE_SECONDS:
+                remove()
+        # Sizes are charged to the oldest kept call naming each object.
+        seen: set[str] = set()
+        for line in lines:
+            if line.pop("_owned", None) is None:
+                continue
+            charged = 0
+            for digest in _digests(line, manifest_of(self, line)):
+                if digest not in seen:
+                    seen.add(digest)
+                    charged += referenced.get(digest, 0)
+            line["b"] = charged
+        return kept
+
+    def _objects(self) -> Iterator[tuple[str, int, float, Any]]:
+        """(digest, size, mtime, remove) of every stored object."""
+        try:
+            top = locate(self.ws, state_rel(self.ws, DIR, OBJECTS), follow_final=False)
+        except WorkspaceError:
+            return
+        with top:
+            try:
+                objects_fd = os.open(top.name, DIR_FLAGS, dir_fd=top.dir_fd)
+            except OSError:
+                return
+            try:
+                for bucket in os.listdir(objects_fd):
+                    try:
+                        bucket_fd = os.open(bucket, DIR_FLAGS, dir_fd=objects_fd)
+                    except OSError:
+                        continue
+                    try:
+                        for name in os.listdir(bucket_fd):
+                            st = os.stat(name, dir_fd=bucket_fd, follow_symlinks=False)
+
+                            def remove(fd: int = bucket_fd, name: str = name) -> None:
+                                with contextlib.suppress(OSError):
+                                    os.unlink(name, dir_fd=fd)
+
+                            yield bucket + name, st.st_size, st.st_mtime, remove
+                    finally:
+                        os.close(bucket_fd)
+            finally:
+                os.close(objects_fd)
+
+
+def _digests(line: dict[str, Any], manifest: dict[str, Any] | None) -> Iterator[str]:
+    if isinstance(line.get("m"), str):
+        yield line["m"]
+    for before, _after in (manifest or {}).values():
+        digest = before.get("h") if before.get("o") else None
+        if digest:
+            yield digest
