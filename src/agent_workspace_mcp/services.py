@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from .core.changes import Changes
+from .core.checkpoints.store import Store
 from .core.commands import safe_path_dirs
 from .core.jobs import JobRegistry, default_job_dir
 from .core.limits import JOURNAL_MAX_BYTES_DEFAULT
@@ -20,7 +21,7 @@ from .core.process import scrubbed_env
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
 from .core.skills import SkillStore
-from .core.workspaces import SESSION_SUBPATH, WorkspaceRegistry, WorkspaceView
+from .core.workspaces import SESSION_SUBPATH, Workspace, WorkspaceRegistry, WorkspaceView
 from .settings import Settings
 
 
@@ -43,6 +44,10 @@ class Services:
     def workspaces(self) -> WorkspaceView:
         """What the current request may use (a subpath session sees only its directory)."""
         return self.registry.view(SESSION_SUBPATH.get())
+
+    def checkpoints(self, ws: Workspace) -> Store:
+        """The workspace's checkpoint store, with the configured cap."""
+        return Store(ws, self.settings.checkpoint_max_bytes)
 
     def child_env(self) -> dict[str, str]:
         """The environment every child process gets: ours, minus secrets, plus NO_COLOR."""

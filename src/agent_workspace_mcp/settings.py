@@ -121,6 +121,15 @@ class Settings(BaseModel):
         "journal, notes and audit files rotate past this size (bytes)",
         TOOLS, None, ("WORKSPACE_MCP_JOURNAL_MAX_BYTES",),
     )] = limits.JOURNAL_MAX_BYTES_DEFAULT
+    checkpoints: Annotated[bool, Opt(
+        "do not record what each write replaces (undo and restore_file then have nothing "
+        "to restore)",
+        TOOLS, "--no-checkpoints", ("WORKSPACE_MCP_NO_CHECKPOINTS",), negate=True,
+    )] = True
+    checkpoint_max_bytes: Annotated[int, Field(ge=1), Opt(
+        "checkpoint store size; past it the oldest checkpoints are pruned (bytes)",
+        TOOLS, None, ("WORKSPACE_MCP_CHECKPOINT_MAX_BYTES",),
+    )] = limits.CHECKPOINT_STORE_MAX_BYTES
     audit_log: Annotated[str | None, Opt(
         "append one JSON line per tool call to FILE (default: stderr; rotated like the "
         "journal)",

@@ -11,6 +11,8 @@ Each entry gets a short id; the call's checkpoint (core.checkpoints, issue 17) i
 recorded under the same id, so `undo` and `restore_file` can name it.
 """
 
+import contextlib
+
 import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
@@ -45,8 +47,13 @@ class JournalMiddleware(Middleware):
         except WorkspaceError:
             return await call_next(context)  # the tool reports the unknown workspace itself
         outcome = Outcome()
-        recorder = Recorder(ws, new_entry_id())
-        with activity.capture() as act, activity.recording(recorder):
+        recorder = Recorder(ws, new_entry_id(), self.services.checkpoints(ws))
+        recording = (
+            activity.recording(recorder)
+            if self.services.settings.checkpoints
+            else contextlib.nullcontext()
+        )
+        with activity.capture() as act, recording:
             try:
                 return await observed(context, call_next, outcome)
             finally:
@@ -59,7 +66,8 @@ class JournalMiddleware(Middleware):
                     memory = self.services.memory
                     change = memory.active_change(ws)
                     ts = now_iso()
-                    recorder.finish(context.message.name, ts, change)
+                    if self.services.settings.checkpoints:
+                        recorder.finish(context.message.name, ts, change)
                     memory.record(
                         ws,
                         context.message.name,

@@ -7,7 +7,6 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from ..core import limits
-from ..core.checkpoints.store import Store
 from ..core.memory import render_entry, render_note
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind
@@ -39,7 +38,7 @@ def work_log(
         return (
             "no activity recorded yet" if not (since or path or change) else "no activity matches"
         )
-    gone = {line["id"] for line in Store(ws).lines() if line.get("pruned")}
+    gone = {line["id"] for line in services.checkpoints(ws).lines() if line.get("pruned")}
     return "\n".join(
         render_entry(e, "no longer undoable" if e.get("id") in gone else None) for e in entries
     )

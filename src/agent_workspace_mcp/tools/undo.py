@@ -16,7 +16,6 @@ from ..core import activity, limits
 from ..core.checkpoints.history import History
 from ..core.checkpoints.revert import Result, carry_out
 from ..core.checkpoints.states import absolute
-from ..core.checkpoints.store import Store
 from ..core.containment import locate
 from ..core.echo import listing
 from ..core.errors import InvalidArgumentError, WorkspaceError
@@ -47,7 +46,7 @@ def undo(
             f"steps is at most {limits.UNDO_MAX_STEPS}; for a longer range pass to=<entry id>"
         )
     ws = services.workspaces.get(workspace)
-    store = Store(ws)
+    store = services.checkpoints(ws)
     with state_lock(ws):
         history = History(store)
         if to:
@@ -83,7 +82,7 @@ def restore_file(
         rel, shown = loc.real_rel, loc.display
     if loc.is_root:
         raise InvalidArgumentError("restore_file takes a path inside the workspace, not its root")
-    store = Store(ws)
+    store = services.checkpoints(ws)
     with state_lock(ws):
         history = History(store)
         start = history.find(before)
@@ -138,5 +137,7 @@ def render(result: Result, *, dry_run: bool, head: str) -> str:
 
 
 def register(app: FastMCP, services: Services) -> None:
+    if not services.settings.checkpoints:
+        return  # --no-checkpoints: nothing would be recorded to undo
     add_tool(app, bind(undo, services), annotations=DESTRUCTIVE, title="Undo changes")
     add_tool(app, bind(restore_file, services), annotations=DESTRUCTIVE, title="Restore a path")
