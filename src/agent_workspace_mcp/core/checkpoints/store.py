@@ -75,7 +75,7 @@ class Store:
         digest = digest_of(data)
         with locate(self.ws, self._object_rel(digest), create_parents=True) as loc:
             st = loc.lstat()
-            if st is not None and stat.S_ISREG(st.st_mode):
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
                 with contextlib.suppress(OSError):  # fresh again for the collector's grace
                     os.utime(loc.name, dir_fd=loc.dir_fd, follow_symlinks=False)
                 return digest, 0
@@ -92,8 +92,11 @@ class Store:
         except (NotFoundError, OSError):
             raise LostObjectError(f"checkpoint data {digest[:12]} is missing") from None
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise LostObjectError(f"checkpoint data {digest[:12]} is not a file")
+            st = os.fstat(fd)
+            # One link only, like every state file: a hard link planted at an object's
+            # name would otherwise bring a file from outside the root into a restore.
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                raise LostObjectError(f"checkpoint data {digest[:12]} is not a plain file")
             chunks = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
