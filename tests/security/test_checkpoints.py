@@ -68,14 +68,12 @@ async def test_planted_paths_cannot_leave_the_root_or_enter_git(ws: Path, outsid
 async def test_a_planted_mode_never_restores_setuid(ws: Path) -> None:
     async with open_client(Settings(root=str(ws))) as client:
         await ok(client, "write_file", path="a.txt", content="now\n")
-        before = b"before\n"
-        store_of(ws).put(before)
-        current = file_state(b"now\n", 0o644)
-        current.pop("o")
-        plant(ws, {"a.txt": [file_state(before, 0o6755), current]})
+        tool = b"#!/bin/sh\nid\n"
+        store_of(ws).put(tool)
+        plant(ws, {"suid.sh": [file_state(tool, 0o6755), {"t": "-"}]})
         await ok(client, "undo", steps=1)
-    assert (ws / "a.txt").read_bytes() == before
-    assert (ws / "a.txt").stat().st_mode & 0o7777 == 0o755
+    assert (ws / "suid.sh").read_bytes() == tool
+    assert (ws / "suid.sh").stat().st_mode & 0o7777 == 0o755
 
 
 async def test_a_hard_link_at_an_object_name_never_brings_an_outside_file_in(
