@@ -7,6 +7,8 @@ machine:
   default audit line on stderr, sent to /dev/null here);
 - writes: the same `write_file` with and without fsync is measured in-process (the core
   write path with `os.fsync` as a no-op), so durability is reported as its own figure;
+- checkpoints: the same `write_file` in-process with and without its checkpoint
+  (`checkpoints=False`), alternating, new content every call;
 - tools/list: bytes of the JSON result, per tool, and where they go.
 
     python bench/overhead.py [--calls 400] [--json bench/results/overhead.json]
@@ -95,6 +97,29 @@ async def durability(root: Path, calls: int) -> dict:
     }
 
 
+async def checkpoint_cost(root: Path, calls: int) -> dict:
+    """The same write_file in-process with and without its checkpoint (issue 17), calls
+    alternating; every write brings new content, so each checkpoint stores new bytes."""
+    from agent_workspace_mcp import Settings, create_server
+
+    servers = {}
+    for name, on in (("with", True), ("without", False)):
+        (root / name).mkdir()
+        servers[name] = create_server(Settings(root=str(root / name), audit=False, checkpoints=on))
+    samples: dict[str, list[float]] = {"with": [], "without": []}
+    async with Client(servers["with"]) as on, Client(servers["without"]) as off:
+        for i in range(calls + 30):
+            args = {"path": "out/c.txt", "content": f"{i}\n{TEN_KB}"}
+            for name, client in (("with", on), ("without", off)):
+                started = time.perf_counter()
+                await client.call_tool("write_file", args)
+                if i >= 30:
+                    samples[name].append((time.perf_counter() - started) * 1000)
+    with_ms = statistics.median(samples["with"])
+    without_ms = statistics.median(samples["without"])
+    return {"with_ms": with_ms, "without_ms": without_ms, "ratio": with_ms / without_ms}
+
+
 async def tools_list(root: Path) -> dict:
     async with stdio([sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]) as c:
         result = await c.list_tools_mcp()
@@ -132,6 +157,7 @@ async def run(calls: int) -> dict:
         return {
             "per_call": await per_call(root, calls),
             "durability": await durability(root, calls // 2),
+            "checkpoint": await checkpoint_cost(root, calls // 2),
             "tools_list": await tools_list(root),
         }
 
@@ -149,6 +175,11 @@ def main() -> int:
     print(
         f"write_file in-process: {d['with_fsync_ms']:.2f} ms with fsync, "
         f"{d['without_fsync_ms']:.2f} ms without (durability {d['durability_ms']:.2f} ms)"
+    )
+    c = results["checkpoint"]
+    print(
+        f"write_file in-process: {c['with_ms']:.2f} ms with its checkpoint, "
+        f"{c['without_ms']:.2f} ms without ({c['ratio']:.2f}x)"
     )
     t = results["tools_list"]
     print(

@@ -89,6 +89,7 @@ class Memory:
         change: str | None = None,
         entry_id: str | None = None,
         ts: str | None = None,
+        locked: bool = False,
     ) -> None:
         """Append one journal entry; never raises (best effort, logged).
 
@@ -108,7 +109,7 @@ class Memory:
             tag = change if change is not None else self.active_change(ws)
             if tag:
                 entry["change"] = tag
-            self.journal(ws).append(entry)
+            self.journal(ws).append(entry, locked=locked)
         except Exception as exc:  # the journal must never break a tool
             log.warning("journal write failed for %s in %s: %s", tool, ws.name, exc)
 

@@ -278,7 +278,8 @@ class JsonlStream:
         self.rotated = f"{name}.1.jsonl"
         self.max_bytes = max_bytes
 
-    def append(self, record: dict[str, Any], *, locked: bool = False) -> None:
+    def append(self, record: dict[str, Any], *, locked: bool = False) -> int:
+        """Append one record; returns the file's size after it (before any rotation)."""
         line = (dumps(record) + "\n").encode("utf-8")
         lock = contextlib.nullcontext() if locked else state_lock(self.ws)
         with (
@@ -296,6 +297,7 @@ class JsonlStream:
                 os.close(fd)
             if size > self.max_bytes:
                 os.rename(loc.name, self.rotated, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
+            return size
 
     def _tail_records(self, name: str) -> list[dict[str, Any]]:
         """Records in the last STATE_READ_BYTES of a file, oldest first; bad lines skipped."""

@@ -12,6 +12,7 @@ recorded under the same id, so `undo` and `restore_file` can name it.
 """
 
 import contextlib
+import logging
 
 import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
@@ -20,9 +21,12 @@ from ..core import activity
 from ..core.checkpoints.recorder import Recorder, new_entry_id
 from ..core.errors import WorkspaceError
 from ..core.memory import now_iso
+from ..core.statefiles import state_lock
 from ..requestctx import JOURNAL_TAG
 from ..services import Services
 from .outcome import Outcome, observed
+
+log = logging.getLogger("agent_workspace_mcp")
 
 
 class JournalMiddleware(Middleware):
@@ -66,17 +70,22 @@ class JournalMiddleware(Middleware):
                     memory = self.services.memory
                     change = memory.active_change(ws)
                     ts = now_iso()
-                    if self.services.settings.checkpoints:
-                        recorder.finish(context.message.name, ts, change)
-                    memory.record(
-                        ws,
-                        context.message.name,
-                        paths=act.paths,
-                        detail=act.detail,
-                        result=result_text,
-                        change=change or "",
-                        entry_id=recorder.id,
-                        ts=ts,
-                    )
+                    try:  # one lock for the checkpoint line and the journal entry
+                        with state_lock(ws):
+                            if self.services.settings.checkpoints:
+                                recorder.finish(context.message.name, ts, change, locked=True)
+                            memory.record(
+                                ws,
+                                context.message.name,
+                                paths=act.paths,
+                                detail=act.detail,
+                                result=result_text,
+                                change=change or "",
+                                entry_id=recorder.id,
+                                ts=ts,
+                                locked=True,
+                            )
+                    except Exception as exc:  # best effort: never changes the answer
+                        log.warning("journal write failed in %s: %s", ws.name, exc)
 
                 await anyio.to_thread.run_sync(write)

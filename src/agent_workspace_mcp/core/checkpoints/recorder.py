@@ -108,7 +108,9 @@ class Recorder:
         self.failed = True
         log.warning("checkpoint for %s failed in %s: %s", self.id, self.ws.name, exc)
 
-    def finish(self, tool: str, ts: str, change: str | None) -> dict[str, Any] | None:
+    def finish(
+        self, tool: str, ts: str, change: str | None, *, locked: bool = False
+    ) -> dict[str, Any] | None:
         """Record what the call left and append its index line (None if that failed)."""
         try:
             after: dict[str, State] = {}
@@ -138,7 +140,7 @@ class Recorder:
                 line["m"] = digest
                 added += more
             line["b"] = added
-            self.store.append(line)
+            self.store.append(line, locked=locked)
             return line
         except Exception as exc:
             log.warning(

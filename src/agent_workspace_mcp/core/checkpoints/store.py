@@ -135,17 +135,17 @@ class Store:
                 found.append(record)
         return found
 
-    def append(self, line: dict[str, Any]) -> None:
-        """Add one call's line, then prune if the store went over its cap."""
+    def append(self, line: dict[str, Any], *, locked: bool = False) -> None:
+        """Add one call's line, then prune if the store went over its cap.
+
+        `locked`: the caller holds the state lock (it is not re-entrant across flock)."""
         encoded = (dumps(line) + "\n").encode("utf-8")
-        with state_lock(self.ws):
-            before = self._index_size()
-            self._stream().append(line, locked=True)
-            after = self._index_size()
+        with contextlib.nullcontext() if locked else state_lock(self.ws):
+            after = self._stream().append(line, locked=True)
             key = self.ws.state_dir
             with _usage_guard:
                 seen = _usage.get(key)
-            if seen is not None and seen[0] == before and after == before + len(encoded):
+            if seen is not None and seen[0] == after - len(encoded):
                 total = seen[1] + int(line.get("b", 0))
             else:  # first use, or another process wrote: count again
                 total = sum(int(x.get("b", 0)) for x in self.lines() if not x.get("pruned"))
