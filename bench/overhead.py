@@ -117,7 +117,28 @@ async def checkpoint_cost(root: Path, calls: int) -> dict:
                     samples[name].append((time.perf_counter() - started) * 1000)
     with_ms = statistics.median(samples["with"])
     without_ms = statistics.median(samples["without"])
-    return {"with_ms": with_ms, "without_ms": without_ms, "ratio": with_ms / without_ms}
+    # A recursive delete of a 100-file directory (the checkpoint reads and stores it all).
+    tree: dict[str, list[float]] = {"with": [], "without": []}
+    async with Client(servers["with"]) as on, Client(servers["without"]) as off:
+        for i in range(max(5, calls // 20)):
+            for name, client in (("with", on), ("without", off)):
+                base = root / name / "tree"
+                for j in range(100):
+                    (base / f"d{j % 10}").mkdir(parents=True, exist_ok=True)
+                    (base / f"d{j % 10}" / f"f{j}.txt").write_text(f"{i} {j}\n{TEN_KB}")
+                started = time.perf_counter()
+                await client.call_tool("delete_path", {"path": "tree", "recursive": True})
+                tree[name].append((time.perf_counter() - started) * 1000)
+    tree_with = statistics.median(tree["with"])
+    tree_without = statistics.median(tree["without"])
+    return {
+        "with_ms": with_ms,
+        "without_ms": without_ms,
+        "ratio": with_ms / without_ms,
+        "delete_tree_with_ms": tree_with,
+        "delete_tree_without_ms": tree_without,
+        "delete_tree_ratio": tree_with / tree_without,
+    }
 
 
 async def tools_list(root: Path) -> dict:
@@ -179,7 +200,9 @@ def main() -> int:
     c = results["checkpoint"]
     print(
         f"write_file in-process: {c['with_ms']:.2f} ms with its checkpoint, "
-        f"{c['without_ms']:.2f} ms without ({c['ratio']:.2f}x)"
+        f"{c['without_ms']:.2f} ms without ({c['ratio']:.2f}x); delete_path of 100 files: "
+        f"{c['delete_tree_with_ms']:.1f} ms with, {c['delete_tree_without_ms']:.1f} ms "
+        f"without ({c['delete_tree_ratio']:.2f}x)"
     )
     t = results["tools_list"]
     print(
