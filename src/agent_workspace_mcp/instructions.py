@@ -17,3 +17,14 @@ Session convention: at the start of a session, call work_log (what happened rece
 and recall (notes saved deliberately) to recover context. After finishing a chunk of \
 work, call remember with what changed and what should happen next.
 """
+
+# Said only where the undo tools are served (not with --no-checkpoints, --read-only or
+# a profile whose surface has no undo).
+UNDO = """
+Undo: every file change is recorded; undo reverts the last ones (or every call after a \
+work_log entry id), restore_file puts one path back.
+"""
+
+
+def instructions(*, undo: bool) -> str:
+    return INSTRUCTIONS + UNDO if undo else INSTRUCTIONS

@@ -23,7 +23,7 @@ from .core.jobs import JobRegistry, default_job_dir
 from .core.memory import Memory
 from .core.search.engine import SearchEngine
 from .core.skills import SkillStore
-from .instructions import INSTRUCTIONS
+from .instructions import instructions
 from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.audit import AuditMiddleware
 from .middleware.bounds import ArgumentBoundsMiddleware
@@ -187,7 +187,11 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     app = FastMCP(
         SERVER_NAME,
         auth=auth,
-        instructions=INSTRUCTIONS,
+        instructions=instructions(
+            undo=settings.checkpoints
+            and not settings.read_only
+            and settings.profile == "workspace-mcp"
+        ),
         version=_version(),
         lifespan=lifespan,
         # Outermost first: the audit and the journal see the final outcome, including the

@@ -31,4 +31,3 @@ def test_stdio_reads_run_on_the_loop(tmp_path: Path) -> None:
 def test_http_reads_leave_the_shared_loop(tmp_path: Path) -> None:
     loop, body = _thread_of_call(Settings(root=str(tmp_path), http=True, no_auth=True))
     assert body != loop
-

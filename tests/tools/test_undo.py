@@ -256,3 +256,16 @@ async def test_no_checkpoints_setting_records_nothing_and_hides_undo(ws: Path) -
         names = {t.name for t in await client.list_tools()}
     assert "undo" not in names and "restore_file" not in names
     assert not (ws / ".workspace-mcp" / "checkpoints").exists()
+
+
+async def test_the_instructions_mention_undo_only_where_it_is_served(ws: Path) -> None:
+    async with open_client(Settings(root=str(ws))) as client:
+        assert "undo reverts" in (client.instructions or "")
+    for settings in (
+        Settings(root=str(ws), checkpoints=False),
+        Settings(root=str(ws), read_only=True),
+        Settings(root=str(ws), profile="persona"),
+    ):
+        async with open_client(settings) as client:
+            assert "undo" not in (client.instructions or "")
+            assert "undo" not in {t.name for t in await client.list_tools()}
