@@ -38,7 +38,7 @@ def work_log(
         return (
             "no activity recorded yet" if not (since or path or change) else "no activity matches"
         )
-    gone = {line["id"] for line in services.checkpoints(ws).lines() if line.get("pruned")}
+    gone = services.checkpoints(ws).pruned_ids()
     return "\n".join(
         render_entry(e, "no longer undoable" if e.get("id") in gone else None) for e in entries
     )

@@ -54,9 +54,9 @@ def digest_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-# Per workspace state dir: (index size we last saw, bytes the kept calls added), so a
-# call does not re-read the whole index to know whether the store is over its cap.
-_usage: dict[str, tuple[int, int]] = {}
+# Per workspace state dir: (index size we last saw, bytes the kept calls added, lines),
+# so a call does not re-read the whole index to know whether the store is over its cap.
+_usage: dict[str, tuple[int, int, int]] = {}
 _usage_guard = threading.Lock()
 
 
@@ -119,6 +119,21 @@ class Store:
         # Never rotated: pruning bounds it (CHECKPOINT_INDEX_MAX_LINES short lines).
         return JsonlStream(self.ws, f"{DIR}/index", MAX_FILE_BYTES)
 
+    def pruned_ids(self) -> set[str]:
+        """The ids of pruned calls (what work_log marks), without parsing every line."""
+        try:
+            text = read_text(self.ws, DIR, INDEX) or ""
+        except WorkspaceError:
+            return set()
+        found = set()
+        for raw in text.splitlines():
+            if '"pruned"' in raw:
+                with contextlib.suppress(ValueError, AttributeError, TypeError):
+                    record = json.loads(raw)
+                    if record.get("pruned") and isinstance(record.get("id"), str):
+                        found.add(record["id"])
+        return found
+
     def lines(self) -> list[dict[str, Any]]:
         """Every index line, oldest first (unreadable lines skipped)."""
         try:
@@ -146,15 +161,16 @@ class Store:
             with _usage_guard:
                 seen = _usage.get(key)
             if seen is not None and seen[0] == after - len(encoded):
-                total = seen[1] + int(line.get("b", 0))
+                total, count = seen[1] + int(line.get("b", 0)), seen[2] + 1
             else:  # first use, or another process wrote: count again
-                total = sum(int(x.get("b", 0)) for x in self.lines() if not x.get("pruned"))
-            count_over = False
-            if total > self.cap or (count_over := self._too_many_lines(after)):
-                total = self._prune(force_lines=count_over)
+                lines = self.lines()
+                total = sum(int(x.get("b", 0)) for x in lines if not x.get("pruned"))
+                count = len(lines)
+            if total > self.cap or count > CHECKPOINT_INDEX_MAX_LINES:
+                total, count = self._prune()
                 after = self._index_size()
             with _usage_guard:
-                _usage[key] = (after, total)
+                _usage[key] = (after, total, count)
 
     def _index_size(self) -> int:
         try:
@@ -164,16 +180,11 @@ class Store:
             return 0
         return st.st_size if st is not None else 0
 
-    def _too_many_lines(self, size: int) -> bool:
-        # Cheap test first: a line is at least ~60 bytes.
-        return size > CHECKPOINT_INDEX_MAX_LINES * 60 and len(self.lines()) > (
-            CHECKPOINT_INDEX_MAX_LINES
-        )
-
-    def _prune(self, *, force_lines: bool = False) -> int:
-        """Drop the oldest calls until the store is under its cap (held: the state lock)."""
+    def _prune(self) -> tuple[int, int]:
+        """Drop the oldest calls until the store is under its cap (held: the state lock);
+        returns the bytes and lines kept."""
         lines = self.lines()
-        if force_lines or len(lines) > CHECKPOINT_INDEX_MAX_LINES:
+        if len(lines) > CHECKPOINT_INDEX_MAX_LINES:
             keep_lines = int(CHECKPOINT_INDEX_MAX_LINES * CHECKPOINT_PRUNE_TO)
             lines = lines[-keep_lines:]
         total = sum(int(x.get("b", 0)) for x in lines if not x.get("pruned"))
@@ -186,7 +197,7 @@ class Store:
                 lines[index] = {"id": line["id"], "ts": line.get("ts"), "pruned": True}
         total = self._collect(lines)
         write_text(self.ws, "".join(dumps(x) + "\n" for x in lines), DIR, INDEX)
-        return total
+        return total, len(lines)
 
     def _collect(self, lines: list[dict[str, Any]]) -> int:
         """Delete objects no kept call names; re-attribute sizes; return the kept total."""
