@@ -170,8 +170,13 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:
         yield {"services": services}
 
+    if settings.http:
+        from .middleware.metrics import Metrics, MetricsMiddleware
+
+        services.metrics = Metrics(services)
     middleware = [
         *([AuditMiddleware(services, audit)] if settings.audit else []),
+        *([MetricsMiddleware(services.metrics)] if services.metrics is not None else []),
         SubpathMiddleware(services),
     ]
     if settings.rate_limit:
@@ -216,6 +221,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     prompts.register(app, services)
     if settings.http:
         _health_route(app)
+        _metrics_route(app, services, protected=auth is not None and not settings.metrics_public)
         if settings.auth_server and auth is not None:
             _bare_resource_metadata(app, settings)
     _apply_profile(app, settings)
@@ -283,6 +289,19 @@ def _health_route(app: FastMCP) -> None:
     @app.custom_route("/health", methods=["GET"])
     async def health(_request) -> JSONResponse:  # never behind auth; reveals nothing
         return JSONResponse({"status": "ok", "server": SERVER_NAME, "version": _version()})
+
+
+def _metrics_route(app: FastMCP, services: Services, *, protected: bool) -> None:
+    from prometheus_client import CONTENT_TYPE_LATEST
+    from starlette.responses import Response
+
+    @app.custom_route("/metrics", methods=["GET"])
+    async def metrics(request) -> Response:
+        # FastMCP's authentication layer runs for every route; only /mcp requires it,
+        # so this one checks what it found (same token, API key or JWT as /mcp).
+        if protected and not getattr(request.user, "is_authenticated", False):
+            return Response(status_code=401, headers={"www-authenticate": "Bearer"})
+        return Response(services.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 
 def _bare_resource_metadata(app: FastMCP, settings: Settings) -> None:

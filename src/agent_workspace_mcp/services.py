@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from .core.changes import Changes
 from .core.checkpoints.store import Store
@@ -34,6 +35,7 @@ class Services:
     search: SearchEngine = field(default_factory=SearchEngine)
     jobs: JobRegistry = field(default_factory=lambda: JobRegistry(default_job_dir()))
     bwrap: str | None = None  # the checked bubblewrap binary when --sandbox bwrap
+    metrics: Any = None  # middleware.metrics.Metrics when serving HTTP
     memory: Memory = field(default_factory=lambda: Memory(JOURNAL_MAX_BYTES_DEFAULT))
     changes: Changes = field(default_factory=Changes)
     skills: SkillStore = field(default_factory=SkillStore)

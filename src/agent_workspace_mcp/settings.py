@@ -258,6 +258,11 @@ class Settings(BaseModel):
         "no sessions: every POST is handled on its own",
         HTTP, "--stateless", ("WORKSPACE_MCP_STATELESS",),
     )] = False
+    metrics_public: Annotated[bool, Opt(
+        "serve /metrics (Prometheus) without credentials; by default it takes the same "
+        "token, API key or JWT as /mcp",
+        HTTP, "--metrics-public", ("WORKSPACE_MCP_METRICS_PUBLIC",),
+    )] = False
     allow_remote_exec: Annotated[bool, Opt(
         "let --shell/--shell-any/--tasks apply over HTTP too",
         HTTP, "--allow-remote-exec", ("WORKSPACE_MCP_ALLOW_REMOTE_EXEC",),

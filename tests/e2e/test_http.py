@@ -552,3 +552,48 @@ async def test_protected_resource_metadata_points_to_the_auth_server(tmp_path: P
         ]
     finally:
         server.stop()
+
+
+def _samples(text: str) -> dict[tuple, float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+async def test_metrics_take_the_same_credentials_and_count_calls(keyed: RunningServer) -> None:
+    url = f"{keyed.base}/metrics"
+    assert httpx2.get(url).status_code == 401
+    assert httpx2.get(url, headers={"authorization": "Bearer wrong-0123456789"}).status_code == 401
+    async with client(keyed, "tok-alice-0123456789") as c:
+        await c.call_tool("read_file", {"path": "top.txt"})
+        await c.call_tool("read_file", {"path": "missing.txt"}, raise_on_error=False)
+        await c.call_tool("made_up_tool_name", {}, raise_on_error=False)
+        started = (await c.call_tool("start_job", {"command": ["sleep", "30"]})).content[0].text
+        running = _samples(httpx2.get(url, headers={"x-api-key": "tok-bob-0123456789"}).text)
+        await c.call_tool("job_kill", {"jobId": started.split()[2]})
+    assert running[("awm_jobs_running", ())] >= 1
+    text = httpx2.get(url, headers={"x-api-key": "tok-bob-0123456789"}).text
+    samples = _samples(text)
+    assert samples[("awm_tool_calls_total", (("outcome", "ok"), ("tool", "read_file")))] >= 1
+    assert samples[("awm_tool_calls_total", (("outcome", "error"), ("tool", "read_file")))] >= 1
+    assert samples[("awm_tool_calls_total", (("outcome", "error"), ("tool", "unknown")))] >= 1
+    assert "made_up_tool_name" not in text  # a client cannot grow the label set
+    assert samples[("awm_tool_call_seconds_count", (("tool", "read_file"),))] >= 2
+    assert samples[("awm_answer_bytes_total", (("tool", "read_file"),))] > 0
+    assert samples[("awm_auth_failures_total", ())] >= 2
+    assert "tok-" not in text and str(keyed.root) not in text  # type: ignore[attr-defined]
+
+
+def test_metrics_public_serves_without_credentials(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    server = start(root, "--token", "tok-static-0123456789", "--metrics-public")
+    try:
+        assert httpx2.get(f"{server.base}/metrics").status_code == 200
+        assert httpx2.post(server.url, json=INIT, headers=MCP_HEADERS).status_code == 401
+    finally:
+        server.stop()

@@ -203,6 +203,11 @@ class JobRegistry:
             os.close(fd)
         return strip_ansi(data.decode("utf-8", "replace"))
 
+    def running_count(self) -> int:
+        """Jobs whose process is still running (the metrics gauge)."""
+        with self._lock:
+            return sum(1 for job in self._jobs.values() if job.child.running)
+
     def shutdown(self) -> None:
         with self._lock:
             running = [j for j in self._jobs.values() if j.child.running]

@@ -39,7 +39,9 @@ class JournalMiddleware(Middleware):
         if name not in self._journaled:
             ctx = context.fastmcp_context
             tool = await ctx.fastmcp.get_tool(name) if ctx is not None else None
-            self._journaled[name] = tool is not None and JOURNAL_TAG in (tool.tags or set())
+            if tool is None:
+                return False  # not cached: a client's made-up names must not grow it
+            self._journaled[name] = JOURNAL_TAG in (tool.tags or set())
         return self._journaled[name]
 
     async def on_call_tool(self, context: MiddlewareContext, call_next):

@@ -101,8 +101,9 @@ class ApiKeyHeader:
     """`x-api-key: T` counts as `Authorization: Bearer T` (when no Authorization is sent),
     and an empty 401 from the auth layer gets a short JSON body saying what is missing."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, on_refused=None) -> None:
         self.app = app
+        self.on_refused = on_refused  # counts auth failures (metrics)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -120,6 +121,8 @@ class ApiKeyHeader:
         async def explained(message) -> None:
             nonlocal held
             if message["type"] == "http.response.start" and message["status"] == 401:
+                if self.on_refused is not None:
+                    self.on_refused()
                 held = message  # wait for the body: an empty one gets an explanation
                 return
             if held is not None and message["type"] == "http.response.body":
@@ -316,7 +319,8 @@ def build_http_app(app: FastMCP, services: Services):
 
     legacy = build_legacy_sse_app(app, services)
     # --stateless keeps the document's behaviour (GET /mcp is 405); the fallback needs sessions.
-    asgi = ApiKeyHeader(PathDispatch(inner, legacy, fallback=not settings.stateless))
+    refused = services.metrics.auth_failures.inc if services.metrics is not None else None
+    asgi = ApiKeyHeader(PathDispatch(inner, legacy, fallback=not settings.stateless), refused)
     if settings.cors_origins:
         asgi = CORSMiddleware(
             asgi,
