@@ -12,6 +12,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastmcp import FastMCP
 
 from . import prompts
@@ -221,6 +222,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     prompts.register(app, services)
     if settings.http:
         _health_route(app)
+        _ready_route(app, services)
         _metrics_route(app, services, protected=auth is not None and not settings.metrics_public)
         if settings.auth_server and auth is not None:
             _bare_resource_metadata(app, settings)
@@ -289,6 +291,31 @@ def _health_route(app: FastMCP) -> None:
     @app.custom_route("/health", methods=["GET"])
     async def health(_request) -> JSONResponse:  # never behind auth; reveals nothing
         return JSONResponse({"status": "ok", "server": SERVER_NAME, "version": _version()})
+
+
+def _ready_route(app: FastMCP, services: Services) -> None:
+    """`/ready`: every workspace reachable and its state directory writable (a Kubernetes
+    readiness probe; /health stays the liveness probe). No auth; says only yes or no."""
+    from starlette.responses import JSONResponse
+
+    def check() -> str | None:
+        from .core.statefiles import state_lock
+
+        for ws in services.registry:
+            try:
+                with state_lock(ws):  # reaches the root, creates or opens .workspace-mcp/.lock
+                    pass
+            except Exception as exc:
+                log.warning("not ready: workspace %s: %s", ws.name, exc)
+                return f"workspace {ws.name} is not reachable or its state is not writable"
+        return None
+
+    @app.custom_route("/ready", methods=["GET"])
+    async def ready(_request) -> JSONResponse:
+        problem = await anyio.to_thread.run_sync(check)
+        if problem:
+            return JSONResponse({"status": "not ready", "error": problem}, status_code=503)
+        return JSONResponse({"status": "ready"})
 
 
 def _metrics_route(app: FastMCP, services: Services, *, protected: bool) -> None:

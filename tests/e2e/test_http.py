@@ -588,12 +588,24 @@ async def test_metrics_take_the_same_credentials_and_count_calls(keyed: RunningS
     assert "tok-" not in text and str(keyed.root) not in text  # type: ignore[attr-defined]
 
 
-def test_metrics_public_serves_without_credentials(tmp_path: Path) -> None:
+def test_metrics_public_and_the_readiness_probe(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     server = start(root, "--token", "tok-static-0123456789", "--metrics-public")
     try:
         assert httpx2.get(f"{server.base}/metrics").status_code == 200
         assert httpx2.post(server.url, json=INIT, headers=MCP_HEADERS).status_code == 401
+        # /ready: the workspace reachable and its state directory writable, no auth.
+        assert httpx2.get(f"{server.base}/ready").json() == {"status": "ready"}
+        shutil.rmtree(root / ".workspace-mcp")
+        (root / ".workspace-mcp").write_text("not a directory")
+        answer = httpx2.get(f"{server.base}/ready")
+        assert answer.status_code == 503
+        assert answer.json()["error"] == (
+            "workspace default is not reachable or its state is not writable"
+        )
+        assert str(root) not in answer.text
+        (root / ".workspace-mcp").unlink()
+        assert httpx2.get(f"{server.base}/ready").status_code == 200
     finally:
         server.stop()
