@@ -68,9 +68,14 @@ def _main(args: list[str]) -> int:
                     f"WORKSPACE_CWD cannot be entered: {settings.cwd} ({exc.strerror})"
                 ) from None
         preflight(settings)
+        from . import telemetry
+
+        traces_problem = telemetry.configure(os.environ)
         from .server import build
 
         app, services = build(settings)
+        if telemetry.active():
+            services.shutdown.register("export traces", telemetry.flush)
     except ConfigError as exc:
         say(f"error: {exc}")
         return 2
@@ -84,7 +89,11 @@ def _main(args: list[str]) -> int:
             f"--no-auth: anyone who can reach {settings.host}:{settings.port} can read and "
             "write the workspace."
         )
-    for warning in [*contradictions(settings), *unknown_environment()]:
+    for warning in [
+        *contradictions(settings),
+        *unknown_environment(),
+        *([traces_problem] if traces_problem else []),
+    ]:
         _warn(warning)
     if settings.unconfined:
         _warn(

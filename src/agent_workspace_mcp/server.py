@@ -175,7 +175,16 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         from .middleware.metrics import Metrics, MetricsMiddleware
 
         services.metrics = Metrics(services)
+    from . import telemetry
+
+    if telemetry.active():
+        from .middleware.tracing import TracingMiddleware
+
+        tracing = [TracingMiddleware()]
+    else:
+        tracing = []
     middleware = [
+        *tracing,
         *([AuditMiddleware(services, audit)] if settings.audit else []),
         *([MetricsMiddleware(services.metrics)] if services.metrics is not None else []),
         SubpathMiddleware(services),
