@@ -269,3 +269,12 @@ async def test_the_instructions_mention_undo_only_where_it_is_served(ws: Path) -
         async with open_client(settings) as client:
             assert "undo" not in (client.instructions or "")
             assert "undo" not in {t.name for t in await client.list_tools()}
+
+
+async def test_undo_never_replaces_what_it_could_not_put_back(client: Client, ws: Path) -> None:
+    await ok(client, "write_file", path="a.bin", content="small\n")
+    with (ws / "a.bin").open("wb") as handle:  # then grown past the checkpoint limit outside
+        handle.truncate(17 * 1024 * 1024)
+    refusal = await fails(client, "undo", force=True)
+    assert refusal.startswith("undo refused: a.bin cannot be recorded first")
+    assert (ws / "a.bin").stat().st_size == 17 * 1024 * 1024

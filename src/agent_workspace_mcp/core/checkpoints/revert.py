@@ -40,8 +40,10 @@ def _shown(ws: Workspace, rel: str) -> str:
 
 
 def _current(ws: Workspace, rels: list[str], store: Store | None) -> dict[str, State]:
+    """The present state of each path, content stored: what a rollback (and an undo of
+    this undo) puts back, so it may use the whole store, not one call's share."""
     found: dict[str, State] = {}
-    budget = Budget(paths=10 * len(rels) + 10)
+    budget = Budget(paths=10 * len(rels) + 10, stored=store.cap if store else 0)
     for rel in rels:
         found.update(capture(ws, rel, recursive=False, store=store, budget=budget))
     return found
@@ -92,13 +94,34 @@ def carry_out(
             "recorded first, so this undo can be undone too)"
         )
     for kid in strays:  # forced, or restore_file: recorded below, then removed
-        found = capture(ws, kid, recursive=True, store=None if dry_run else store, budget=Budget())
+        found = capture(
+            ws,
+            kid,
+            recursive=True,
+            store=None if dry_run else store,
+            budget=Budget(stored=store.cap),
+        )
         current.update(found)
         targets.update(dict.fromkeys(found, NONE))
     for rel in sorted(targets):
         verb, note = _verb(current.get(rel, NONE), targets[rel], store if not dry_run else None)
         if verb:
             result.lines.append((verb, _shown(ws, rel), note))
+    # All or nothing needs a way back for everything this undo replaces.
+    unrecordable = [
+        rel
+        for rel in sorted(targets)
+        if not dry_run
+        and current.get(rel, NONE)["t"] == "f"
+        and not current[rel].get("o")
+        and not same(current[rel], targets[rel])
+    ]
+    if unrecordable:
+        raise UndoRefused(
+            f"undo refused: {listing(_shown(ws, rel) for rel in unrecordable)} cannot be "
+            "recorded first (over the checkpoint size limits), so this undo could not be "
+            "rolled back or undone; move it aside and retry"
+        )
     if dry_run or not result.lines:
         return result
     if recorder is not None:
