@@ -105,6 +105,7 @@ async def test_a_symlinked_store_writes_nothing_outside(ws: Path, outside: Path)
     assert sorted(os.listdir(outside)) == listing
 
 
+@pytest.mark.slow  # 360 calls against a swapping thread: ~10 s
 async def test_record_and_undo_while_a_directory_is_swapped_for_a_symlink(
     ws: Path, outside: Path
 ) -> None:
