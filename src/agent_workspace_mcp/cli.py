@@ -58,6 +58,9 @@ def _main(args: list[str]) -> int:
         from .selfcheck import main as check_main
 
         return check_main(args[1:])
+    worker = None  # a worker of `--workers N`: how the supervisor hands over (workers.py)
+    if args[:1] == ["__worker__"]:
+        worker, args = args[1:4], args[4:]
     try:
         settings = settings_from_sources(args)
         if settings.unconfined and settings.cwd:
@@ -68,6 +71,16 @@ def _main(args: list[str]) -> int:
                     f"WORKSPACE_CWD cannot be entered: {settings.cwd} ({exc.strerror})"
                 ) from None
         preflight(settings)
+        if settings.workers > 1:
+            # Any worker may answer any request: sessions held in one worker's memory
+            # would break on the next request (see transports/workers.py).
+            settings = settings.model_copy(update={"stateless": True})
+            if worker is None:
+                _say_warnings(settings, [])
+                from .transports.workers import Supervisor
+
+                gc.enable()  # the supervisor runs as long as the server
+                return Supervisor(settings, args).run()
         from . import telemetry
 
         traces_problem = telemetry.configure(os.environ)
@@ -79,6 +92,20 @@ def _main(args: list[str]) -> int:
     except ConfigError as exc:
         say(f"error: {exc}")
         return 2
+    if worker is None:  # the supervisor said them once for all workers
+        _say_warnings(settings, [traces_problem] if traces_problem else [])
+    line = ready_line(settings, services, app)
+    _started()
+    if settings.http:
+        from .transports.http import run_http
+
+        return run_http(app, services, line, worker)
+    from .transports.stdio import run_stdio
+
+    return run_stdio(app, services, line)
+
+
+def _say_warnings(settings, more: list[str]) -> None:
     if settings.shell_mode == "any":
         _warn(
             "--shell-any: the connected agent can run any program as this user (bash "
@@ -89,26 +116,13 @@ def _main(args: list[str]) -> int:
             f"--no-auth: anyone who can reach {settings.host}:{settings.port} can read and "
             "write the workspace."
         )
-    for warning in [
-        *contradictions(settings),
-        *unknown_environment(),
-        *([traces_problem] if traces_problem else []),
-    ]:
+    for warning in [*contradictions(settings), *unknown_environment(), *more]:
         _warn(warning)
     if settings.unconfined:
         _warn(
             "--unconfined: every path on this machine that this user can reach is readable "
             "and writable by the connected agent. There is no workspace boundary."
         )
-    line = ready_line(settings, services, app)
-    _started()
-    if settings.http:
-        from .transports.http import run_http
-
-        return run_http(app, services, line)
-    from .transports.stdio import run_stdio
-
-    return run_stdio(app, services, line)
 
 
 def contradictions(settings) -> list[str]:

@@ -376,6 +376,8 @@ def preflight(settings: Settings) -> WorkspaceRegistry:
         )
     if settings.http:
         _check_http(settings)
+    elif settings.workers > 1:
+        raise ConfigError("--workers needs --http: a stdio server has one client")
     return registry
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +22,7 @@ from .core import limits
 from .core.audit import AuditLog
 from .core.commands import check_bwrap
 from .core.jobs import JobRegistry, default_job_dir
+from .core.locks import PathLocks
 from .core.memory import Memory
 from .core.search.engine import SearchEngine
 from .core.skills import SkillStore
@@ -149,11 +151,16 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     registry = preflight(settings)
     _warn_exec_off(settings)
     auth = _auth(settings)
+    job_dir = settings.job_dir or default_job_dir()
+    shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
+    if shared:
+        os.makedirs(os.path.join(job_dir, "locks"), 0o700, exist_ok=True)
     services = Services(
         settings=settings,
         registry=registry,
         search=SearchEngine(settings.search_engine),
-        jobs=JobRegistry(settings.job_dir or default_job_dir()),
+        jobs=JobRegistry(job_dir, shared=shared),
+        locks=PathLocks(os.path.join(job_dir, "locks") if shared else None),
         bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,
         memory=Memory(settings.journal_max_bytes),
         skills=SkillStore(settings.skills_dir, builtin=settings.builtin_skills),

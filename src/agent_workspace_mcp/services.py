@@ -52,9 +52,11 @@ class Services:
         return Store(ws, self.settings.checkpoint_max_bytes)
 
     def child_env(self) -> dict[str, str]:
-        """The environment every child process gets: ours, minus secrets, plus NO_COLOR."""
+        """The environment every child process gets: ours, minus secrets, plus NO_COLOR
+        (and minus the workers' metrics directory: a job's own prometheus-client must not
+        write into our counts)."""
         return scrubbed_env(
-            os.environ,
+            {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
             secrets=self.settings.secret_values(),
             patterns=self.settings.scrub_env,
             keep=self.settings.pass_env,

@@ -268,8 +268,13 @@ class Settings(BaseModel):
         HTTP, "--allow-remote-exec", ("WORKSPACE_MCP_ALLOW_REMOTE_EXEC",),
         extra={"env_values": {"CODING_AGENT_MCP_EXECUTION_BACKEND": {"local": True}}},
     )] = False
+    workers: Annotated[int, Field(ge=1, le=limits.WORKERS_MAX), Opt(
+        "serve HTTP with N processes on one port (stateless; jobs, state and metrics "
+        "shared through the state and job directories)",
+        HTTP, "--workers", ("WORKSPACE_MCP_WORKERS",), "N",
+    )] = 1
     rate_limit: Annotated[float | None, Field(gt=0), Opt(
-        "at most N requests per second per subject",
+        "at most N requests per second per subject (per worker)",
         HTTP, "--rate-limit", ("WORKSPACE_MCP_RATE_LIMIT",), "N",
     )] = None
     # fmt: on

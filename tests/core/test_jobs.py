@@ -28,7 +28,8 @@ def test_jobs_belong_to_their_owner(tmp_path: Path) -> None:
         replay=True,
     )
     try:
-        assert registry.get(job.id, "alice") is job
+        seen = registry.get(job.id, "alice")
+        assert (seen.id, seen.status, seen.command) == (job.id, "running", "sleep 30")
         for other in ("bob", None):
             with pytest.raises(NotFoundError, match=f"unknown job: {job.id}"):
                 registry.get(job.id, other)

@@ -9,6 +9,10 @@ the job does not exist, because an id is a handle, not a credential.
 Output goes through the child's pump into a log file outside the workspace, capped at
 64 MiB. A watcher thread enforces `maxRuntimeMs`; `shutdown()` kills every running
 job's process group, so a stopped server leaves no orphans.
+
+Shared (`--workers N`, issue 18): every job also has a record on disk (`jobrecords`)
+that the other workers read, and its output is handed to a small pump process of its
+own, so a job outlives the worker that started it (the supervisor then reaps it).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from datetime import UTC, datetime
 
 from .echo import echo
 from .errors import NotFoundError, WorkspaceError
+from .jobrecords import JobRecords, leader_alive, process_start
 from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED
-from .process import CappedLog, Child, strip_ansi
+from .process import CappedLog, Child, start_output_pump, strip_ansi
 
 
 def default_job_dir() -> str:
@@ -56,6 +61,21 @@ def _private_dir(path: str) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class JobView:
+    """What the job tools say about a job, from this process or from its record."""
+
+    id: str
+    name: str | None
+    command: str
+    status: str
+    exit_code: int | None
+    duration_ms: int
+    log_path: str
+    log_size: int
+    log_capped: bool
+
+
 @dataclass
 class Job:
     id: str
@@ -69,6 +89,7 @@ class Job:
     max_runtime_ms: int
     status: str = "running"
     ended_at: float | None = None
+    handed_off: bool = False  # its output goes through a pump process (shared mode)
     _watcher: threading.Thread | None = field(default=None, repr=False)
 
     @property
@@ -89,13 +110,47 @@ class Job:
                 self.status = "exited"
             self.log.close()
 
+    def view(self) -> JobView:
+        size, capped = self.log.size, self.log.capped
+        if self.handed_off:
+            try:
+                size = os.lstat(self.log.path).st_size
+            except OSError:
+                size = 0
+            capped = size >= self.log.cap
+        code = self.child.proc.returncode if self.status != "running" else None
+        return JobView(
+            self.id, self.name, self.command, self.status, code, self.duration_ms(),
+            self.log.path, size, capped,
+        )  # fmt: skip
+
+
+def _record_view(record: dict, log_path: str) -> JobView:
+    status = record["status"]
+    if status == "running" and not leader_alive(record):
+        status = "exited"  # its reaper is about to record the exit code
+    end = record["ended_wall"] if record["ended_wall"] is not None else time.time()
+    try:
+        size = os.lstat(log_path).st_size
+    except OSError:
+        size = 0
+    return JobView(
+        record["id"], record["name"], record["command"], status, record["exit_code"],
+        int((end - record["started_wall"]) * 1000), log_path, size, size >= record["log_cap"],
+    )  # fmt: skip
+
 
 class JobRegistry:
-    def __init__(self, job_dir: str) -> None:
+    def __init__(self, job_dir: str, *, shared: bool = False) -> None:
         self.job_dir = job_dir
+        self.shared = shared  # other workers read and kill our jobs through their records
         self._checked = False
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def records(self) -> JobRecords:
+        return JobRecords(self.job_dir)
 
     def _ensure_dir(self) -> None:
         """Make sure logs go to a private directory: ours, 0700, not a symlink.
@@ -107,6 +162,9 @@ class JobRegistry:
         """
         if self._checked:
             return
+        if self.shared and not _private_dir(self.job_dir):
+            # Workers must agree on one directory: a substitute would hide jobs.
+            raise WorkspaceError(f"the shared job directory {self.job_dir} is not private")
         if not _private_dir(self.job_dir):
             fresh = tempfile.mkdtemp(prefix="workspace-mcp-jobs-")
             from ..console import say
@@ -149,11 +207,35 @@ class JobRegistry:
         job._watcher = threading.Thread(
             target=self._watch, args=(job,), name=f"watch-{job_id}", daemon=True
         )
+        if self.shared:
+            self._share(job)
         with self._lock:
             self._jobs[job_id] = job
             self._forget_old()
         job._watcher.start()
         return job
+
+    def _share(self, job: Job) -> None:
+        """Write the job's record and move its output to a pump process of its own."""
+        found = process_start(job.pid)
+        started = job.started_at.timestamp() - (time.monotonic() - job.child.started)
+        record = {
+            "id": job.id, "owner": job.owner, "command": job.command, "name": job.name,
+            "cwd": job.cwd, "pid": job.pid, "pid_start": found[0] if found else 0,
+            "started_at": job.started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "started_wall": started, "max_runtime_ms": job.max_runtime_ms,
+            "status": "running", "exit_code": None, "ended_wall": None,
+            "kill_requested": False, "timed_out": False, "log_cap": job.log.cap,
+        }  # fmt: skip
+        self.records.write(record)
+
+        def start_pump(pipe_fd: int) -> None:
+            pump = start_output_pump(pipe_fd, job.log.fd, job.log.cap - job.log.size)
+            job.handed_off = True
+            threading.Thread(target=pump.wait, name=f"reap-pump-{job.id}", daemon=True).start()
+
+        job.child.hand_off(start_pump)
+        self.records.prune(JOBS_REMEMBERED)
 
     def _watch(self, job: Job) -> None:
         remaining = job.max_runtime_ms / 1000 - (time.monotonic() - job.child.started)
@@ -161,39 +243,93 @@ class JobRegistry:
             job.child.timed_out = True  # before the kill, so no reader sees "killed"
             job.child.kill()
         job.refresh()
+        if self.shared:
+            child = job.child
+            self.records.finish(
+                job.id, exit_code=child.proc.returncode, timed_out=child.timed_out,
+                killed=child.killed,
+            )  # fmt: skip
 
     def _forget_old(self) -> None:
         finished = [j for j in self._jobs.values() if not j.child.running]
         while len(self._jobs) > JOBS_REMEMBERED and finished:
             self._jobs.pop(finished.pop(0).id, None)
 
-    def get(self, job_id: str, owner: str | None) -> Job:
+    def _local(self, job_id: str, owner: str | None) -> Job | None:
         with self._lock:
             job = self._jobs.get(job_id)
         if job is None or job.owner != owner:
-            raise NotFoundError(
-                f"unknown job: {echo(job_id)} (job_status without jobId lists yours)"
-            )
+            return None
         job.refresh()
         return job
 
-    def recent(self, owner: str | None) -> list[Job]:
+    def _record(self, job_id: str, owner: str | None) -> dict | None:
+        if not self.shared:
+            return None
+        record = self.records.read(job_id)
+        return record if record is not None and record["owner"] == owner else None
+
+    def _view(self, record: dict) -> JobView:
+        return _record_view(record, os.path.join(self.job_dir, f"{record['id']}.log"))
+
+    def _local_view(self, job: Job) -> JobView:
+        view = job.view()
+        if self.shared and view.status != "running":
+            record = self.records.read(job.id)  # a kill through another worker says so there
+            if record is not None and record["status"] not in ("running", view.status):
+                view = JobView(**{**view.__dict__, "status": record["status"]})
+        return view
+
+    def get(self, job_id: str, owner: str | None) -> JobView:
+        job = self._local(job_id, owner)
+        if job is not None:
+            return self._local_view(job)
+        record = self._record(job_id, owner)
+        if record is None:
+            raise NotFoundError(
+                f"unknown job: {echo(job_id)} (job_status without jobId lists yours)"
+            )
+        return self._view(record)
+
+    def recent(self, owner: str | None) -> list[JobView]:
         with self._lock:
             jobs = [j for j in self._jobs.values() if j.owner == owner]
         for job in jobs:
             job.refresh()
-        return list(reversed(jobs))[:JOB_LIST_RECENT]
+        if not self.shared:
+            return [self._local_view(j) for j in reversed(jobs)][:JOB_LIST_RECENT]
+        records = [r for r in self.records.all() if r["owner"] == owner]
+        records.sort(key=lambda r: r["started_wall"], reverse=True)
+        return [self._view(r) for r in records[:JOB_LIST_RECENT]]
 
-    def kill(self, job_id: str, owner: str | None) -> Job:
-        job = self.get(job_id, owner)
-        if job.child.running:
-            job.child.kill()
-        job.refresh()
-        return job
+    def kill(self, job_id: str, owner: str | None) -> JobView:
+        job = self._local(job_id, owner)
+        if job is not None:
+            if job.child.running:
+                job.child.kill()
+            job.refresh()
+            return self._local_view(job)
+        record = self._record(job_id, owner)
+        if record is None:
+            return self.get(job_id, owner)  # the one "unknown job" answer
+        if record["status"] == "running" and leader_alive(record):
+            # Another worker (or the supervisor) reaps it and records `killed`.
+            self.records.update(job_id, kill_requested=True)
+            self.records.signal_job(record)
+            deadline = time.monotonic() + 1.0
+            while time.monotonic() < deadline:
+                record = self.records.read(job_id) or record
+                if record["status"] != "running":
+                    break
+                time.sleep(0.02)
+        view = self._view(record)
+        if view.status == "exited" and record["status"] == "running":
+            view = JobView(**{**view.__dict__, "status": "killed"})
+        return view
 
-    def tail(self, job: Job, size: int) -> str:
+    def tail(self, job: JobView, size: int) -> str:
         try:
-            fd = os.open(job.log.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = os.open(job.log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as exc:
             raise WorkspaceError(f"the log of {job.id} cannot be read ({exc.strerror})") from None
         try:
@@ -204,7 +340,12 @@ class JobRegistry:
         return strip_ansi(data.decode("utf-8", "replace"))
 
     def running_count(self) -> int:
-        """Jobs whose process is still running (the metrics gauge)."""
+        """Jobs whose process is still running (the metrics gauge): every worker's when
+        shared."""
+        if self.shared:
+            return sum(
+                1 for r in self.records.all() if r["status"] == "running" and leader_alive(r)
+            )
         with self._lock:
             return sum(1 for job in self._jobs.values() if job.child.running)
 

@@ -155,6 +155,14 @@ ARGUMENT_CHARS = {
 # --- misc (ours) ---------------------------------------------------------------------
 TOOL_SEARCH_RESULTS = 5  # --tool-search: tools per search_tools answer (FastMCP's default)
 GITIGNORE_MAX_BYTES = 1 * MIB  # a .gitignore larger than this is read only this far
+# issue 18, --workers: more processes than cores only add memory; 32 covers big nodes.
+WORKERS_MAX = 32
+WORKER_READY_SECONDS = 60.0  # a worker that has not bound its loop by then failed to start
+WORKER_RESTART_DELAY_SECONDS = 1.0  # before replacing a worker that died (no busy loop)
+WORKER_STOP_SECONDS = 20.0  # SIGTERM to SIGKILL for workers: jobs take KILL_GRACE, HTTP 3 s
+SUPERVISOR_TICK_SECONDS = 0.25  # reaping and orphan-deadline checks
+LOCK_STRIPES = 256  # cross-worker path locks: files hashed onto this many lock files
+JOB_RECORD_MAX_BYTES = 16_384  # a job record is a few hundred bytes; bigger ones are not ours
 JOBS_REMEMBERED = 200  # finished jobs past this are forgotten (their logs stay on disk)
 HINT_DIR_ENTRIES = 5000  # a directory larger than this gets no "did you mean" hint
 EDIT_MATCHES_LISTED = 10  # ambiguous-match errors name at most this many lines

@@ -18,6 +18,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -132,7 +133,7 @@ class CappedLog:
         self.capped = False
         # O_EXCL: a job id is new, so an existing file at its name was planted.
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
-        self._fd = os.open(path, flags, 0o600)
+        self.fd = os.open(path, flags, 0o600)
 
     def write(self, data: bytes) -> None:
         room = self.cap - self.size
@@ -142,12 +143,12 @@ class CappedLog:
         chunk = data[:room]
         if len(chunk) < len(data):
             self.capped = True
-        os.write(self._fd, chunk)
+        os.write(self.fd, chunk)
         self.size += len(chunk)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
-            os.close(self._fd)
+            os.close(self.fd)
 
 
 @dataclass
@@ -188,6 +189,9 @@ class Child:
             pass_fds=pass_fds,
         )
         self.pid = self.proc.pid
+        self._handoff: tuple | None = None  # (start_pump, done): see hand_off
+        self._reading = True
+        self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
         self.finished = threading.Event()  # the pump is done: output complete, child reaped
         self.timed_out = False
         self.killed = False
@@ -202,14 +206,34 @@ class Child:
                 sink.write(self.buffer.text().encode("utf-8", "replace"))
             self._sinks.append(sink)
 
+    def hand_off(self, start_pump) -> None:
+        """Stop reading the output here: the pump thread calls `start_pump(fd)` with the
+        pipe (to give it to a process that outlives this one), then only waits for the
+        child. Nothing to do if the output is already complete."""
+        done = threading.Event()
+        with self._sink_lock:
+            if not self._reading:
+                return
+            self._handoff = (start_pump, done)
+            with contextlib.suppress(OSError):  # under the lock: the pipe is still open
+                os.write(self._wake_w, b"x")
+        done.wait()
+
     def _run_pump(self) -> None:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         exited_at: float | None = None
         try:
             while True:
-                ready, _, _ = select.select([fd], [], [], 0.1)
-                if ready:
+                ready, _, _ = select.select([fd, self._wake_r], [], [], 0.1)
+                if self._handoff is not None:
+                    start_pump, done = self._handoff
+                    try:
+                        start_pump(fd)
+                    finally:
+                        done.set()
+                    break
+                if fd in ready:
                     data = os.read(fd, 65536)
                     if not data:
                         break
@@ -225,6 +249,13 @@ class Child:
         except OSError:
             pass
         finally:
+            with self._sink_lock:
+                self._reading = False
+                for end in (self._wake_r, self._wake_w):
+                    with contextlib.suppress(OSError):
+                        os.close(end)
+                if self._handoff is not None:
+                    self._handoff[1].set()  # the output ended first: nothing to hand off
             self.proc.wait()
             self.ended = time.monotonic()
             self.proc.stdout.close()
@@ -244,7 +275,7 @@ class Child:
         self._signal_group(signal.SIGTERM)
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None and not _group_alive(self.pid):
+            if self.proc.poll() is not None and not group_alive(self.pid):
                 break
             time.sleep(0.02)
         self._signal_group(signal.SIGKILL)
@@ -264,7 +295,29 @@ class Child:
         return Outcome(code, self.timed_out, self.killed, int((end - self.started) * 1000))
 
 
-def _group_alive(pgid: int) -> bool:
+# The pump that takes over a job's output when it must outlive the worker (issue 18):
+# stdin is the job's pipe, stdout its log; it copies until EOF and drops what passes the
+# cap. -I -S: no site, no environment, no user code; a few milliseconds to start.
+_PUMP = (
+    "import os,sys\nroom=int(sys.argv[1])\nwhile True:\n b=os.read(0,65536)\n"
+    " if not b:break\n if room>0:\n  c=b[:room];os.write(1,c);room-=len(c)\n"
+)
+
+
+def start_output_pump(pipe_fd: int, log_fd: int, room: int) -> subprocess.Popen:
+    """A process of its own session (a kill of the job's group leaves it draining)."""
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _PUMP, str(max(room, 0))],
+        stdin=pipe_fd,
+        stdout=log_fd,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        env={},
+    )
+
+
+def group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:

@@ -8,14 +8,21 @@
 
 One registry per server (never the process-global one), so two servers in one process
 (tests, library use) keep their own counts. Only the HTTP transport builds it.
+
+Under `--workers N` the supervisor sets PROMETHEUS_MULTIPROC_DIR: prometheus-client
+then keeps every counter and histogram in per-process files there, and a scrape of any
+worker adds up all of them (workers that were replaced included, as counters must).
+The running-jobs gauge is read from the shared job records at scrape time instead.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
 from ..services import Services
 from .outcome import Outcome, observed
@@ -42,11 +49,34 @@ class Metrics:
             "awm_auth_failures", "Requests refused for missing or bad credentials.",
             registry=self.registry,
         )  # fmt: skip
-        running = Gauge("awm_jobs_running", "Background jobs running.", registry=self.registry)
-        running.set_function(lambda: services.jobs.running_count())
+        self.shared_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        self.jobs = services.jobs
+        if self.shared_dir is None:
+            running = Gauge("awm_jobs_running", JOBS_HELP, registry=self.registry)
+            running.set_function(lambda: services.jobs.running_count())
 
     def exposition(self) -> bytes:
-        return generate_latest(self.registry)
+        if self.shared_dir is None:
+            return generate_latest(self.registry)
+        from prometheus_client import multiprocess
+
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry, self.shared_dir)
+        registry.register(_RunningJobs(self.jobs))
+        return generate_latest(registry)
+
+
+JOBS_HELP = "Background jobs running."
+
+
+class _RunningJobs:
+    """Every worker's running jobs, counted from the shared records when scraped."""
+
+    def __init__(self, jobs) -> None:
+        self.jobs = jobs
+
+    def collect(self):
+        yield GaugeMetricFamily("awm_jobs_running", JOBS_HELP, value=self.jobs.running_count())
 
 
 class MetricsMiddleware(Middleware):

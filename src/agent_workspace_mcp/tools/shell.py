@@ -31,7 +31,7 @@ from ..core.commands import (
 )
 from ..core.containment import GIT_DIR_NAME, locate, open_dir, parts_below
 from ..core.errors import InvalidArgumentError, WorkspaceError, WrongTypeError
-from ..core.jobs import Job
+from ..core.jobs import Job, JobView
 from ..core.process import Child, describe_exit
 from ..core.workspaces import Workspace
 from ..requestctx import current_subject
@@ -373,7 +373,7 @@ def job_status(
         if not jobs:
             return "no jobs yet"
         return "\n".join(
-            f"{j.id}  {j.status}  {j.duration_ms() // 1000}s  {j.command}"
+            f"{j.id}  {j.status}  {j.duration_ms // 1000}s  {j.command}"
             + (f"  ({j.name})" if j.name else "")
             for j in jobs
         )
@@ -419,19 +419,19 @@ def register(app: FastMCP, services: Services) -> None:
     add_tool(app, bind(job_kill, runner), annotations=EXECUTES, title="Kill job")
 
 
-def _describe_job(services: Services, job: Job, tail_bytes: int) -> str:
-    code = job.child.proc.returncode
+def _describe_job(services: Services, job: JobView, tail_bytes: int) -> str:
+    code = job.exit_code
     head = f"job {job.id}" + (f" ({job.name})" if job.name else "") + f": {job.status}"
     if job.status != "running" and code is not None:
         head += f", exit code {code}"
-    head += f", {job.duration_ms()} ms, log {job.log.size} bytes"
-    if job.log.capped:
+    head += f", {job.duration_ms} ms, log {job.log_size} bytes"
+    if job.log_capped:
         head += f" (log capped at {limits.JOB_LOG_CAP_BYTES // limits.MIB} MiB)"
     head += f"\n$ {job.command}"
     if tail_bytes:
         tail = services.jobs.tail(job, tail_bytes).rstrip("\n")
         label = (
-            "the whole log" if job.log.size <= tail_bytes else f"last {tail_bytes} bytes of the log"
+            "the whole log" if job.log_size <= tail_bytes else f"last {tail_bytes} bytes of the log"
         )
         head += f"\n--- {label} ---\n{tail or '(no output yet)'}"
     return head

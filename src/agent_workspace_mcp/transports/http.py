@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -337,7 +338,7 @@ def build_http_app(app: FastMCP, services: Services):
     return OriginHostGuard(asgi, hosts, origins)
 
 
-def _server_class(ready_line: str):
+def _server_class(announce):
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -348,7 +349,7 @@ def _server_class(ready_line: str):
         async def startup(self, sockets=None) -> None:
             await super().startup(sockets)
             if self.started:
-                say(ready_line)
+                announce()
 
         @contextlib.contextmanager
         def capture_signals(self):
@@ -359,10 +360,28 @@ def _server_class(ready_line: str):
     return Server
 
 
-def run_http(app: FastMCP, services: Services, ready_line: str) -> int:
+def run_http(
+    app: FastMCP, services: Services, ready_line: str, worker: list[str] | None = None
+) -> int:
+    """Serve until SIGTERM/SIGINT; `worker`: the supervisor's hand-over (workers.py)."""
     import uvicorn
 
     settings = services.settings
+    sockets = None
+
+    def announce() -> None:
+        say(ready_line)
+
+    if worker is not None:
+        from .workers import as_worker
+
+        sock, ready_fd = as_worker(worker)
+        sockets = [sock]
+
+        def announce() -> None:  # the supervisor says it once for all workers
+            os.write(ready_fd, ready_line.encode() + b"\n")
+            os.close(ready_fd)
+
     asgi = build_http_app(app, services)
     config = uvicorn.Config(
         asgi,
@@ -373,6 +392,6 @@ def run_http(app: FastMCP, services: Services, ready_line: str) -> int:
         timeout_graceful_shutdown=3,
         access_log=False,
     )
-    server = _server_class(ready_line)(config)
-    server.run()
+    server = _server_class(announce)(config)
+    server.run(sockets=sockets)
     return 0 if server.started else 2
