@@ -159,7 +159,9 @@ GITIGNORE_MAX_BYTES = 1 * MIB  # a .gitignore larger than this is read only this
 WORKERS_MAX = 32
 WORKER_READY_SECONDS = 60.0  # a worker that has not bound its loop by then failed to start
 WORKER_RESTART_DELAY_SECONDS = 1.0  # before replacing a worker that died (no busy loop)
-WORKER_STOP_SECONDS = 20.0  # SIGTERM to SIGKILL for workers: jobs take KILL_GRACE, HTTP 3 s
+# SIGTERM to SIGKILL for workers: a worker takes at most 3 s (HTTP graceful) + 5 s
+# (SHUTDOWN_CLEANUP_SECONDS); orphans then take KILL_GRACE: all within a pod's 20 s grace.
+WORKER_STOP_SECONDS = 10.0
 SUPERVISOR_TICK_SECONDS = 0.25  # reaping and orphan-deadline checks
 LOCK_STRIPES = 256  # cross-worker path locks: files hashed onto this many lock files
 JOB_RECORD_MAX_BYTES = 16_384  # a job record is a few hundred bytes; bigger ones are not ours

@@ -313,7 +313,9 @@ def build_http_app(app: FastMCP, services: Services):
                 yield
         finally:
             services.shutdown.run()
-            say("stopped, cleanup done")
+            # With --workers the supervisor's own line ends the log; each worker names itself.
+            worker = f"worker {os.getpid()} " if services.settings.workers > 1 else ""
+            say(f"{worker}stopped, cleanup done")
 
     inner.router.lifespan_context = lifespan
     from .legacy_sse import PathDispatch, build_legacy_sse_app  # it builds on this module

@@ -74,7 +74,9 @@ class Supervisor:
         self.settings = settings
         self.argv = argv
         self.workers: dict[int, subprocess.Popen] = {}
-        self.stopping = threading.Event()
+        # Set by the signal handler: a plain flag, because Event.set() takes the lock that
+        # Event.wait() may hold in the interrupted main thread (a deadlock, seen in CI).
+        self.stopping = False
         self.sock: socket.socket | None = None
         self.shared = ""
         self.records: JobRecords | None = None
@@ -110,7 +112,7 @@ class Supervisor:
         deadline = time.monotonic() + limits.WORKER_READY_SECONDS
         while pending:
             left = deadline - time.monotonic()
-            if left <= 0 or self.stopping.is_set():
+            if left <= 0 or self.stopping:
                 return None
             ready, _, _ = select.select(list(pending), [], [], min(left, 0.25))
             for fd in ready:
@@ -135,7 +137,7 @@ class Supervisor:
         self.shared = shared_directory(settings.job_dir)
         self.records = JobRecords(self.shared)
         for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: self.stopping.set())
+            signal.signal(signum, self._on_signal)
         pending = {}
         for _ in range(settings.workers):
             _, ready_r = self._spawn()
@@ -145,17 +147,20 @@ class Supervisor:
             for fd in pending:
                 os.close(fd)
             self._stop()
-            return 2 if not self.stopping.is_set() else 0
+            return 0 if self.stopping else 2
         say(line.replace("; serving", f", {settings.workers} workers (stateless); serving", 1))
         self._supervise()
         self._stop()
         say("stopped, cleanup done")
         return 0
 
+    def _on_signal(self, *_: object) -> None:
+        self.stopping = True
+
     def _supervise(self) -> None:
         restart_at: list[float] = []
         next_sweep = 0.0
-        while not self.stopping.is_set():
+        while not self.stopping:
             for pid, code in self._reap():
                 if pid in self.workers:
                     self.workers.pop(pid).returncode = code
@@ -169,7 +174,7 @@ class Supervisor:
             if now >= next_sweep:
                 next_sweep = now + 1.0
                 self._kill_overdue()
-            self.stopping.wait(limits.SUPERVISOR_TICK_SECONDS)
+            time.sleep(limits.SUPERVISOR_TICK_SECONDS)
 
     def _reap(self) -> list[tuple[int, int]]:
         """Every child that ended: workers, and jobs (or their output pumps) inherited
@@ -219,8 +224,12 @@ class Supervisor:
             ]
             for thread in threads:
                 thread.start()
-            for thread in threads:
-                thread.join(limits.KILL_GRACE_SECONDS + 2)
+            # Reap meanwhile: a killed orphan is our child, and its zombie would keep its
+            # process group "alive" to the killer until the grace ran out.
+            deadline = time.monotonic() + limits.KILL_GRACE_SECONDS + 2
+            while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+                self._reap()
+                time.sleep(0.02)
         time.sleep(0.05)
         self._reap()
         if self.sock is not None:
