@@ -180,7 +180,9 @@ async def test_a_job_outlives_its_worker_and_is_killed_through_another(
     assert starter in workers_of(served)
     assert "unknown job" in await call(served, "job_status", {"jobId": job}, token=BOB)
     os.kill(starter, signal.SIGKILL)
-    wait_for(lambda: not alive(starter) and len(workers_of(served)) == 2, what="a new worker")
+    wait_for(
+        lambda: not alive(starter) and len(workers_of(served)) == 2, what="a new worker", timeout=60
+    )
     assert alive(pid) and parent_of(pid) == served.proc.pid  # the supervisor inherited it
     time.sleep(1.2)  # "two" is written after the starter died: its pump outlived it
     status = await call(served, "job_status", {"jobId": job, "tailBytes": 100})
@@ -203,7 +205,7 @@ async def test_the_supervisor_records_the_exit_code_of_an_orphaned_job(
     job, pid = _job_id(answer)
     os.kill(parent_of(pid), signal.SIGKILL)
     wait_for(lambda: not Path(f"/proc/{pid}").exists(), what="the job to end and be reaped")
-    wait_for(lambda: len(workers_of(served)) == 2, what="a new worker")
+    wait_for(lambda: len(workers_of(served)) == 2, what="a new worker", timeout=60)
     status = await call(served, "job_status", {"jobId": job})
     assert ": exited, exit code 3" in status, status
 
@@ -231,7 +233,9 @@ async def test_metrics_add_up_across_workers(served: RunningServer) -> None:
     job, pid = _job_id(answer)
     starter = parent_of(pid)
     os.kill(starter, signal.SIGKILL)  # it answered start_job; another answers from now on
-    wait_for(lambda: not alive(starter) and len(workers_of(served)) == 2, what="a new worker")
+    wait_for(
+        lambda: not alive(starter) and len(workers_of(served)) == 2, what="a new worker", timeout=60
+    )
     await asyncio.gather(*(call(served, "workspace_list", {}) for _ in range(12)))
     after = samples()
     started = ("awm_tool_calls_total", "start_job")
@@ -267,3 +271,6 @@ def test_sigterm_stops_workers_and_jobs(tmp_path: Path) -> None:
     assert lines[-1].endswith(": stopped, cleanup done"), lines  # the supervisor's, last
     assert any(f"worker {p} stopped, cleanup done" in line for p in workers for line in lines)
     assert not any(alive(p) for p in (*workers, pid))
+    (shared,) = (tmp_path / "jobs").glob("workers-*")
+    assert sorted(p.name for p in shared.iterdir() if p.is_dir()) == []  # metrics, locks gone
+    assert list(shared.glob("job-*.json")) and list(shared.glob("job-*.log"))

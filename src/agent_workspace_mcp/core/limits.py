@@ -159,6 +159,8 @@ GITIGNORE_MAX_BYTES = 1 * MIB  # a .gitignore larger than this is read only this
 WORKERS_MAX = 32
 WORKER_READY_SECONDS = 60.0  # a worker that has not bound its loop by then failed to start
 WORKER_RESTART_DELAY_SECONDS = 1.0  # before replacing a worker that died (no busy loop)
+WORKER_STABLE_SECONDS = 60.0  # a worker dying sooner doubles the next delay ...
+WORKER_RESTART_MAX_DELAY_SECONDS = 30.0  # ... up to this (a crash loop stays quiet)
 # SIGTERM to SIGKILL for workers: a worker takes at most 3 s (HTTP graceful) + 5 s
 # (SHUTDOWN_CLEANUP_SECONDS); orphans then take KILL_GRACE: all within a pod's 20 s grace.
 WORKER_STOP_SECONDS = 10.0

@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -74,6 +75,7 @@ class Supervisor:
         self.settings = settings
         self.argv = argv
         self.workers: dict[int, subprocess.Popen] = {}
+        self.spawned: dict[int, float] = {}
         # Set by the signal handler: a plain flag, because Event.set() takes the lock that
         # Event.wait() may hold in the interrupted main thread (a deadlock, seen in CI).
         self.stopping = False
@@ -104,6 +106,7 @@ class Supervisor:
         finally:
             os.close(ready_w)
         self.workers[proc.pid] = proc
+        self.spawned[proc.pid] = time.monotonic()
         return proc, ready_r
 
     def _wait_ready(self, pending: dict[int, int]) -> str | None:
@@ -159,13 +162,20 @@ class Supervisor:
 
     def _supervise(self) -> None:
         restart_at: list[float] = []
+        quick_deaths = 0  # in a row: a worker that keeps dying is restarted ever more slowly
         next_sweep = 0.0
         while not self.stopping:
             for pid, code in self._reap():
                 if pid in self.workers:
                     self.workers.pop(pid).returncode = code
-                    say(f"worker {pid} exited ({code}); starting another")
-                    restart_at.append(time.monotonic() + limits.WORKER_RESTART_DELAY_SECONDS)
+                    lived = time.monotonic() - self.spawned.pop(pid, 0.0)
+                    quick_deaths = quick_deaths + 1 if lived < limits.WORKER_STABLE_SECONDS else 0
+                    delay = min(
+                        limits.WORKER_RESTART_DELAY_SECONDS * 2 ** max(quick_deaths - 1, 0),
+                        limits.WORKER_RESTART_MAX_DELAY_SECONDS,
+                    )
+                    say(f"worker {pid} exited ({code}); starting another in {delay:g} s")
+                    restart_at.append(time.monotonic() + delay)
             now = time.monotonic()
             for when in [w for w in restart_at if w <= now]:
                 restart_at.remove(when)
@@ -234,6 +244,11 @@ class Supervisor:
         self._reap()
         if self.sock is not None:
             self.sock.close()
+        if self.shared:
+            # Metrics and lock files live as long as the run; job records and logs stay,
+            # as a single server's logs do.
+            for sub in ("metrics", "locks"):
+                shutil.rmtree(os.path.join(self.shared, sub), ignore_errors=True)
 
 
 def _drain(fd: int) -> None:
