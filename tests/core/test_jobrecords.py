@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_workspace_mcp.core.errors import NotFoundError
+from agent_workspace_mcp.core.errors import NotFoundError, WorkspaceError
 from agent_workspace_mcp.core.jobrecords import JobRecords, leader_alive, process_start
 from agent_workspace_mcp.core.jobs import JobRegistry
 from agent_workspace_mcp.core.process import Child, start_output_pump
@@ -128,7 +128,7 @@ def test_a_record_must_name_the_very_process_it_started(job_dir: Path, victim) -
     records = JobRecords(str(job_dir))
     record = planted(records, victim.pid, pid_start=process_start(victim.pid)[0] - 1)
     assert records.read(record["id"]) == record and not leader_alive(record)
-    assert records.overdue(slack=0) == []
+    assert records.overdue(0, parent=os.getpid()) == []
     records.signal_job(record, grace=0.1)
     JobRegistry(str(job_dir), shared=True).kill(record["id"], "alice")
     time.sleep(0.2)
@@ -174,7 +174,7 @@ def test_untrusted_records_are_ignored(job_dir: Path, tmp_path: Path, victim, pl
         planted(records, victim.pid)
         os.chown(name, 65534, 65534)
     assert records.read("job-0123456789ab") is None and records.all() == []
-    assert records.overdue(slack=0) == []
+    assert records.overdue(0, parent=os.getpid()) == []
     registry = JobRegistry(str(job_dir), shared=True)
     with pytest.raises(NotFoundError):
         registry.kill("job-0123456789ab", "alice")
@@ -201,3 +201,34 @@ def test_the_supervisor_records_an_orphans_exit(job_dir: Path) -> None:
     after = records.read(record["id"])
     assert (after["status"], after["exit_code"]) == ("exited", 3)
     assert after["ended_wall"] is not None
+
+
+def test_only_the_supervisors_own_overdue_orphans_are_swept(job_dir: Path, victim) -> None:
+    """A live worker enforces its jobs' deadlines; the supervisor stops only the jobs it
+    inherited (their parent is now itself), and each once."""
+    records = JobRecords(str(job_dir))
+    record = planted(records, victim.pid)  # an hour old, 1 s allowed
+    assert records.overdue(0, parent=os.getpid()) == [record]
+    assert records.overdue(0, parent=1) == []  # someone else's child
+    records.update(record["id"], timed_out=True)
+    assert records.overdue(0, parent=os.getpid()) == []  # already being stopped
+
+
+@pytest.mark.parametrize("plant", ["hard-link", "fifo"])
+def test_a_planted_log_is_never_read(job_dir: Path, tmp_path: Path, plant: str) -> None:
+    registry = JobRegistry(str(job_dir), shared=True)
+    job = adopt(registry, tmp_path, "echo mine")
+    try:
+        wait_for(lambda: registry.get(job.id, "alice").status == "exited")
+        log = Path(job.log.path)
+        log.unlink()
+        if plant == "hard-link":
+            secret = tmp_path / "secret.txt"
+            secret.write_text("host secret\n")
+            os.link(secret, log)
+        else:
+            os.mkfifo(log)
+        with pytest.raises(WorkspaceError, match="not the file this server wrote"):
+            registry.tail(registry.get(job.id, "alice"), 100)
+    finally:
+        registry.shutdown()

@@ -40,8 +40,9 @@ _FIELDS: dict[str, tuple[type, ...]] = {
 }  # fmt: skip
 
 
-def process_start(pid: int) -> tuple[int, str] | None:
-    """The pid's start time (clock ticks since boot) and state letter, or None if gone."""
+def process_start(pid: int) -> tuple[int, str, int] | None:
+    """The pid's start time (clock ticks since boot), state letter and parent pid, or
+    None if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read()
@@ -50,7 +51,7 @@ def process_start(pid: int) -> tuple[int, str] | None:
     # The command name may contain spaces and parentheses: fields follow the last ')'.
     rest = raw[raw.rfind(b")") + 2 :].split()
     try:
-        return int(rest[19]), rest[0].decode()
+        return int(rest[19]), rest[0].decode(), int(rest[1])
     except (IndexError, ValueError):
         return None
 
@@ -194,16 +195,20 @@ class JobRecords:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
 
-    def overdue(self, slack: float) -> list[dict]:
-        """Running jobs past their maxRuntimeMs by more than `slack` seconds (their worker,
-        which enforces the deadline, is gone)."""
+    def overdue(self, slack: float, parent: int) -> list[dict]:
+        """Running jobs of `parent` (the supervisor, which inherits a job whose worker is
+        gone; a live worker enforces its own deadlines) past their maxRuntimeMs by more
+        than `slack` seconds, not already being stopped."""
         now = time.time()
-        return [
-            r for r in self.all()
-            if r["status"] == "running"
-            and now > r["started_wall"] + r["max_runtime_ms"] / 1000 + slack
-            and leader_alive(r)
-        ]  # fmt: skip
+        found = []
+        for r in self.all():
+            if r["status"] != "running" or r["timed_out"] or not leader_alive(r):
+                continue
+            if now > r["started_wall"] + r["max_runtime_ms"] / 1000 + slack:
+                proc = process_start(r["pid"])
+                if proc is not None and proc[2] == parent:
+                    found.append(r)
+        return found
 
     def prune(self, keep: int) -> None:
         """Forget the oldest finished records past `keep` (their logs stay, as before)."""

@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from .echo import echo
 from .errors import NotFoundError, WorkspaceError
 from .jobrecords import JobRecords, leader_alive, process_start
-from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED
+from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED, REMOTE_KILL_WAIT_SECONDS
 from .process import CappedLog, Child, start_output_pump, strip_ansi
 
 
@@ -144,13 +144,11 @@ class JobRegistry:
     def __init__(self, job_dir: str, *, shared: bool = False) -> None:
         self.job_dir = job_dir
         self.shared = shared  # other workers read and kill our jobs through their records
+        # Shared mode never moves job_dir (_ensure_dir refuses instead), so this stays true.
+        self.records = JobRecords(job_dir)
         self._checked = False
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
-
-    @property
-    def records(self) -> JobRecords:
-        return JobRecords(self.job_dir)
 
     def _ensure_dir(self) -> None:
         """Make sure logs go to a private directory: ours, 0700, not a symlink.
@@ -316,7 +314,7 @@ class JobRegistry:
             # Another worker (or the supervisor) reaps it and records `killed`.
             self.records.update(job_id, kill_requested=True)
             self.records.signal_job(record)
-            deadline = time.monotonic() + 1.0
+            deadline = time.monotonic() + REMOTE_KILL_WAIT_SECONDS
             while time.monotonic() < deadline:
                 record = self.records.read(job_id) or record
                 if record["status"] != "running":
@@ -329,11 +327,17 @@ class JobRegistry:
 
     def tail(self, job: JobView, size: int) -> str:
         try:
-            fd = os.open(job.log_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            fd = os.open(job.log_path, flags)
         except OSError as exc:
             raise WorkspaceError(f"the log of {job.id} cannot be read ({exc.strerror})") from None
         try:
-            end = os.fstat(fd).st_size
+            st = os.fstat(fd)
+            # Logs are made O_EXCL, one link, regular: anything else at the name was
+            # planted (a hard link to another file, a FIFO that would hang the read).
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+                raise WorkspaceError(f"the log of {job.id} is not the file this server wrote")
+            end = st.st_size
             data = os.pread(fd, size, max(0, end - size))
         finally:
             os.close(fd)

@@ -165,6 +165,9 @@ WORKER_RESTART_MAX_DELAY_SECONDS = 30.0  # ... up to this (a crash loop stays qu
 # (SHUTDOWN_CLEANUP_SECONDS); orphans then take KILL_GRACE: all within a pod's 20 s grace.
 WORKER_STOP_SECONDS = 10.0
 SUPERVISOR_TICK_SECONDS = 0.25  # reaping and orphan-deadline checks
+ORPHAN_SWEEP_SECONDS = 1.0  # how often the supervisor looks for orphaned jobs past deadline
+ORPHAN_DEADLINE_SLACK_SECONDS = 2.0  # past maxRuntimeMs before the supervisor stops one
+REMOTE_KILL_WAIT_SECONDS = 1.0  # a kill through another worker waits this long for the record
 LOCK_STRIPES = 256  # cross-worker path locks: files hashed onto this many lock files
 JOB_RECORD_MAX_BYTES = 16_384  # a job record is a few hundred bytes; bigger ones are not ours
 JOBS_REMEMBERED = 200  # finished jobs past this are forgotten (their logs stay on disk)

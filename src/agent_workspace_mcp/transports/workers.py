@@ -182,7 +182,7 @@ class Supervisor:
                 _, ready_r = self._spawn()
                 threading.Thread(target=_drain, args=(ready_r,), daemon=True).start()
             if now >= next_sweep:
-                next_sweep = now + 1.0
+                next_sweep = now + limits.ORPHAN_SWEEP_SECONDS
                 self._kill_overdue()
             time.sleep(limits.SUPERVISOR_TICK_SECONDS)
 
@@ -206,7 +206,9 @@ class Supervisor:
     def _kill_overdue(self) -> None:
         """A job past its deadline whose worker is gone (the worker kills its own)."""
         assert self.records is not None
-        for record in self.records.overdue(slack=2.0):
+        for record in self.records.overdue(
+            limits.ORPHAN_DEADLINE_SLACK_SECONDS, parent=os.getpid()
+        ):
             self.records.update(record["id"], timed_out=True)
             threading.Thread(target=self.records.signal_job, args=(record,), daemon=True).start()
 
