@@ -17,6 +17,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from ..requestctx import JOURNAL_TAG, READ_TAG, WRITE_TAG
+from .schemas import function_tool
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -112,11 +113,7 @@ def add_tool(
     fn.__doc__ = None
     # output_schema=None: a `-> str` tool would otherwise also send its text as
     # structuredContent, doubling every answer on the wire.
-    app.tool(
-        fn,
-        annotations=annotations,
-        title=title,
-        tags=tags,
-        output_schema=None,
-        description=description,
+    # The input schema comes ready-made when schemas.json has it (see schemas.py).
+    app.add_tool(
+        function_tool(fn, title=title, description=description, annotations=annotations, tags=tags)
     )

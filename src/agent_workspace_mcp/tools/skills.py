@@ -100,6 +100,12 @@ class TolerantSkillsProvider(SkillCatalogProvider):
     async def load_skills(self):
         return await anyio.to_thread.run_sync(self._build)
 
+    async def get_tasks(self) -> list:
+        # FastMCP's lifespan lists every provider's components to find background-task
+        # tools; skills are resources, never tasks, and loading them there (a thread,
+        # every SKILL.md read and parsed) cost ~20 ms of each cold start (issue 15).
+        return []
+
 
 def skill(
     services: Services,
