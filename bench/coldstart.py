@@ -4,9 +4,9 @@ Clients give a server a few seconds to come up, so this is measured, not assumed
 Each run spawns a fresh interpreter. The package is byte-compiled first, as an
 install leaves it (pip compiles at install; uv's cache keeps what the first run
 writes): with PYTHONDONTWRITEBYTECODE set, an editable checkout would otherwise
-compile every module on every start (~90 ms here). The floor, measured in the same run and the
-same way, is a bare FastMCP server with one tool: the ratio says what our own
-start-up adds on top of the framework, which is stable across noisy machines.
+compile every module on every start (~90 ms here). The floor, measured in the same
+run and the same way, is a bare FastMCP server with one tool: the ratio says what our
+own start-up adds on top of the framework, which is stable across noisy machines.
 
     python bench/coldstart.py [--runs 15] [--json bench/results/coldstart.json]
 """
@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import agent_workspace_mcp
 from floors import BARE_SERVER  # bench/floors.py (the script's directory is on sys.path)
 
 INIT = {
@@ -60,8 +61,6 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--json", default="bench/results/coldstart.json")
     args = parser.parse_args()
-    import agent_workspace_mcp
-
     compileall.compile_dir(Path(agent_workspace_mcp.__file__).parent, quiet=1)
     with tempfile.TemporaryDirectory() as root:
         subjects = {

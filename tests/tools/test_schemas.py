@@ -46,7 +46,15 @@ async def test_same_server_with_and_without_the_table(
     argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the unconfined profile's workspace
+    built = []  # tools FastMCP had to build: none while the table is current
+    from_function = schemas.FunctionTool.from_function
+    monkeypatch.setattr(
+        schemas.FunctionTool,
+        "from_function",
+        lambda fn, **kw: built.append(fn.__name__) or from_function(fn, **kw),
+    )
     with_table = await _surface(argv, tmp_path)
+    assert built == []
     monkeypatch.setattr(schemas, "_table", {})  # every tool built by FastMCP alone
     assert await _surface(argv, tmp_path) == with_table
     assert with_table[0]
@@ -60,7 +68,7 @@ async def test_ready_made_tools_still_validate_and_run(
     async with Client(app) as client:
         assert "two" in await ok(client, "read_file", path="a.txt", offset=2)
         assert "offset" in await fails(client, "read_file", path="a.txt", offset=0)
-        # run_command takes a Context (that it reaches the tool: test_shell progress test).
+        # run_command takes a Context; that it is injected is test_shell's progress test.
         assert "a.txt" in await ok(client, "run_command", command=["ls"])
 
 
