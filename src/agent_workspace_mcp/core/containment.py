@@ -150,6 +150,14 @@ def resolve_subpath(ws: Workspace, raw: str) -> Subpath:
     (dev, inode), resolved once through the walk. `open_root()` then reaches it by those
     components, never following a link, and refuses it if its identity changed."""
     with locate(ws, raw) as loc:
+        # Rooted inside .git or the state directory, a session's paths have no `.git`
+        # component left for the write policy to see (its hooks would run at the user's
+        # next commit); real components, so a link to either is caught too.
+        for part in loc.real_parts:
+            if part.casefold() in (GIT_DIR_NAME, STATE_DIR_NAME):
+                raise ProtectedPathError(
+                    f"refused: {raw} is inside {part}, which a session cannot be rooted in"
+                )
         try:
             fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
         except OSError:

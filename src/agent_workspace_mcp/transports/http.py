@@ -80,6 +80,23 @@ def _headers(scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
+# Headers that name a session or its root: sent twice, one layer could read the first
+# value and another the last (the MCP SDK reads the last), so they are refused outright.
+SINGLE_HEADERS = (b"mcp-session-id", SUBPATH_HEADER.encode())
+
+
+def repeated_header(scope) -> str | None:
+    """The first of SINGLE_HEADERS the request carries more than once, or None."""
+    seen: set[bytes] = set()
+    for key, _ in scope.get("headers", []):
+        name = key.lower()
+        if name in SINGLE_HEADERS:
+            if name in seen:
+                return name.decode("latin-1")
+            seen.add(name)
+    return None
+
+
 class OriginHostGuard:
     def __init__(self, app, hosts: set[str] | None, origins: set[str]) -> None:
         self.app, self.hosts, self.origins = app, hosts, origins
@@ -248,6 +265,10 @@ class SessionGuard:
             # Authentication answers first (401 + WWW-Authenticate from FastMCP's auth
             # layer), so a session id is never checked, or confirmed, for an anonymous caller.
             await self.app(scope, receive, send)
+            return
+        twice = repeated_header(scope)
+        if twice:
+            await _plain(send, 400, f"{twice} is sent more than once; send it once")
             return
         headers = _headers(scope)
         sessions = self.services.sessions

@@ -27,6 +27,7 @@ from .http import (
     _headers,
     _plain,
     anonymous,
+    repeated_header,
     resolve_subpath,
     subject_of,
 )
@@ -60,6 +61,10 @@ class LegacySessionGuard:
             await self.app(scope, receive, send)
 
     async def _open_stream(self, scope, receive, send) -> None:
+        twice = repeated_header(scope)
+        if twice:
+            await _plain(send, 400, f"{twice} is sent more than once; send it once")
+            return
         raw = _headers(scope).get(SUBPATH_HEADER)
         subpath = None
         if raw is not None:
@@ -68,7 +73,7 @@ class LegacySessionGuard:
             except WorkspaceError as exc:
                 await _plain(send, 400, str(exc))
                 return
-        scope.setdefault("state", {})[STATE_KEY] = subpath
+        _bind(scope, subpath)
         subject = subject_of(scope)
         sessions = self.services.sessions
         recorded = False
@@ -88,13 +93,26 @@ class LegacySessionGuard:
         await self.app(scope, receive, remember)
 
     async def _message(self, scope, receive, send) -> None:
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-        session_id = (query.get("session_id") or [""])[0].replace("-", "").lower()
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        values = query.get("session_id") or [""]
+        if len(values) != 1 or repeated_header(scope):
+            # Our guard and the SDK must read the same session: one value, or none.
+            await _plain(send, 400, "session_id (or a session header) is given more than once")
+            return
+        session_id = values[0].replace("-", "").lower()
         info = self.services.sessions.get(f"sse:{session_id}")
         if info is None or info.subject != subject_of(scope):
             await _plain(send, 404, "session not found")
             return
+        # The calls of this message run with the subpath the stream was opened with,
+        # whichever request (the stream's or this POST) the framework hands the tools.
+        _bind(scope, info.subpath)
         await self.app(scope, receive, send)
+
+
+def _bind(scope, subpath) -> None:
+    """Attach a stream's subpath to this request's own state (a copy: never shared)."""
+    scope["state"] = {**(scope.get("state") or {}), STATE_KEY: subpath}
 
 
 def build_legacy_sse_app(app: FastMCP, services: Services):
