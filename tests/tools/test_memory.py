@@ -154,13 +154,12 @@ async def test_a_symlinked_state_directory_cannot_redirect_state_writes(
 ) -> None:
     (ws / ".workspace-mcp").symlink_to(outside)
     async with open_client(Settings(root=str(ws))) as client:
-        assert (await fails(client, "remember", text="x")).startswith(
-            "path outside workspace root:"
-        )
-        await ok(
-            client, "write_file", path="a.txt", content="still works"
-        )  # journal failure is best effort
+        # The link is replaced by a real state directory (said once on stderr).
+        await ok(client, "remember", text="x")
+        await ok(client, "write_file", path="a.txt", content="still works")
     assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]
+    assert (ws / ".workspace-mcp").is_dir() and not (ws / ".workspace-mcp").is_symlink()
+    assert "x" in (ws / ".workspace-mcp" / "notes.jsonl").read_text()
 
 
 # --- changes ---------------------------------------------------------------------------

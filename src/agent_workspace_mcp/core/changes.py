@@ -16,7 +16,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from .containment import locate
 from .echo import echo, listing
 from .errors import InvalidArgumentError, NotFoundError, WorkspaceError
 from .fileops import make_directory
@@ -25,10 +24,10 @@ from .memory import now_iso
 from .osflags import DIR_FLAGS
 from .statefiles import (
     file_size,
+    locate_state,
     read_json,
     read_text,
     state_lock,
-    state_rel,
     write_json,
     write_text,
 )
@@ -61,7 +60,7 @@ class Changes:
 
     def _ids(self, ws: Workspace) -> list[str]:
         try:
-            with locate(ws, state_rel(ws, "changes")) as loc:  # NotFoundError: no state yet
+            with locate_state(ws, "changes") as loc:  # NotFoundError: no state yet
                 if loc.lstat() is None:
                     return []
                 fd = os.open(loc.name, DIR_FLAGS, dir_fd=loc.dir_fd)
@@ -124,7 +123,7 @@ class Changes:
                 record["goal"] = goal.strip()
             record.update({"constraints": [], "tasks": [], "createdAt": stamp, "updatedAt": stamp})
             write_json(ws, record, "changes", f"{change_id}.json")
-            with locate(ws, state_rel(ws, "changes", change_id), create_parents=True) as loc:
+            with locate_state(ws, "changes", change_id, create_parents=True) as loc:
                 make_directory(loc)
             write_json(ws, {"activeChange": change_id}, "state.json")
         return record

@@ -213,6 +213,11 @@ STATE_DIR_NAME = ".workspace-mcp"  # per-workspace state directory
 JOURNAL_MAX_BYTES_DEFAULT = 5 * MIB  # WORKSPACE_MCP_JOURNAL_MAX_BYTES; journal and notes rotate
 STATE_READ_BYTES = 1 * MIB  # reads: last 1 MiB of the current file, then of `.1`
 JOURNAL_FIELD_CHARS = 300  # `detail` and `result` are truncated to this
+# ours (issue 28): the longest a call waits for the state lock (another process's undo
+# or prune holds it for a second or two); past it the call fails naming the holder,
+# well inside clients' ~60 s request limit.
+STATE_LOCK_WAIT_SECONDS = 10.0
+STATE_LOCK_POLL_SECONDS = 0.005  # first retry of a busy lock; doubles up to 0.1 s
 WORK_LOG_DEFAULT = 50
 WORK_LOG_MAX = 500
 RECALL_DEFAULT = 20

@@ -31,9 +31,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .containment import Located, locate
-from .errors import NotFoundError, TooLargeError, WorkspaceError
+from . import limits
+from .containment import Located, locate, parts_below
+from .errors import NotFoundError, OutsideWorkspaceError, TooLargeError, WorkspaceError
 from .limits import MAX_FILE_BYTES, MIB, STATE_DIR_NAME, STATE_READ_BYTES
+from .locks import LockBusyError, flock_bounded
 from .osflags import NOFOLLOW_NONBLOCK
 from .textio import atomic_write, kind_of
 from .workspaces import Workspace
@@ -137,10 +139,59 @@ def state_rel(ws: Workspace, *parts: str) -> str:
     return rel if ws.confined else os.path.join(ws.state_dir, *parts)
 
 
+def _state_prefix(ws: Workspace) -> tuple[str, ...]:
+    return parts_below(ws, ws.state_dir)
+
+
+def locate_state(
+    ws: Workspace, *parts: str, create_parents: bool = False, follow_final: bool = False
+) -> Located:
+    """A state path located like any path, and then checked to really be in the state
+    directory: protection follows the directory, not its name, so a `.workspace-mcp`
+    (or a folder inside it) planted as a symlink to an ordinary folder is removed (the
+    link only, said once) instead of being written through."""
+    parts = tuple(p for part in parts for p in part.split("/") if p)
+    prefix = _state_prefix(ws)
+    for _ in range(3):
+        try:
+            loc = locate(
+                ws, state_rel(ws, *parts), create_parents=create_parents, follow_final=follow_final
+            )
+        except OutsideWorkspaceError:
+            _unlink_state_links(ws, parts)  # a link out of the root: replaced the same way
+            continue
+        if loc.real_parts[: len(prefix)] == prefix and (
+            len(parts) <= 1 or _inside(loc.real_parts[len(prefix) :], parts)
+        ):
+            return loc
+        loc.close()
+        _unlink_state_links(ws, parts)
+    raise WorkspaceError(f"{STATE_DIR_NAME} keeps being replaced by a link; remove it and retry")
+
+
+def _inside(real: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether the directories of `parts` were walked as themselves (no link among them)."""
+    return real[: len(parts) - 1] == parts[:-1]
+
+
+def _unlink_state_links(ws: Workspace, parts: tuple[str, ...]) -> None:
+    """Remove the first symlink among the state directory and its folders on `parts`."""
+    for depth in range(len(parts)):
+        try:
+            loc = locate(ws, state_rel(ws, *parts[:depth]), follow_final=False)
+        except WorkspaceError:
+            return
+        with loc:
+            st = loc.lstat()
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                _discard(loc, "a symlink")
+                return
+
+
 def has_state_dir(ws: Workspace) -> bool:
     """Whether `.workspace-mcp/` exists, asked through the containment walk (never by name)."""
     try:
-        with locate(ws, state_rel(ws)) as loc:
+        with locate(ws, state_rel(ws), follow_final=False) as loc:
             st = loc.lstat()
     except WorkspaceError:
         return False
@@ -153,7 +204,7 @@ def ensure_state_dir(ws: Workspace) -> None:
     The repository's own `.gitignore` is never touched; O_EXCL means two servers racing
     on a fresh workspace do not both write the file.
     """
-    with locate(ws, state_rel(ws, ".gitignore"), create_parents=True) as loc:
+    with locate_state(ws, ".gitignore", create_parents=True) as loc:
         if loc.lstat() is not None:
             return
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -175,25 +226,73 @@ def _thread_lock(key: str) -> threading.RLock:
         return lock
 
 
+class StateBusyError(WorkspaceError):
+    """The state lock stayed held past STATE_LOCK_WAIT_SECONDS."""
+
+
+def _busy(holder: str) -> StateBusyError:
+    return StateBusyError(
+        f"the workspace state ({STATE_DIR_NAME}/.lock) has been held by {holder} for over "
+        f"{limits.STATE_LOCK_WAIT_SECONDS:g} s; retry when it is done"
+    )
+
+
 @contextlib.contextmanager
 def state_lock(ws: Workspace) -> Iterator[None]:
-    """Exclusive across threads and processes for this workspace's state."""
+    """Exclusive across threads and processes for this workspace's state; waited for at
+    most STATE_LOCK_WAIT_SECONDS (StateBusyError naming the holder past that).
+
+    The lock file is a state file like any other: a symlink or hard link planted at its
+    name is replaced, never followed (a followed one truncated or locked a workspace
+    file, or left the root and so turned the journal off)."""
     ensure_state_dir(ws)
-    with _thread_lock(ws.state_dir), locate(ws, state_rel(ws, ".lock"), create_parents=True) as loc:
-        fd = open_state(loc, os.O_RDWR, create=True)
-        assert fd is not None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the flock
+    thread_lock = _thread_lock(ws.state_dir)
+    if not thread_lock.acquire(timeout=limits.STATE_LOCK_WAIT_SECONDS):
+        raise _busy("another call of this server")
+    try:
+        with locate_state(ws, ".lock", create_parents=True) as loc:
+            fd = open_state(loc, os.O_RDWR, create=True)
+            assert fd is not None
+            try:
+                try:
+                    flock_bounded(fd)
+                except LockBusyError as exc:
+                    raise _busy(exc.holder) from None
+                yield
+            finally:
+                os.close(fd)  # closing releases the flock
+    finally:
+        thread_lock.release()
+
+
+def try_state_lock(ws: Workspace) -> bool:
+    """Whether the state lock can be taken right now (it is released at once); a state
+    that cannot be used at all raises its one-sentence WorkspaceError. Never blocks:
+    callers on an event loop wait for a busy lock with `state_lock` in a thread."""
+    ensure_state_dir(ws)
+    thread_lock = _thread_lock(ws.state_dir)
+    if not thread_lock.acquire(blocking=False):
+        return False
+    try:
+        with locate_state(ws, ".lock", create_parents=True) as loc:
+            fd = open_state(loc, os.O_RDWR, create=True)
+            assert fd is not None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            finally:
+                os.close(fd)
+        return True
+    finally:
+        thread_lock.release()
 
 
 @contextlib.contextmanager
 def _existing(ws: Workspace, *parts: str) -> Iterator[Located | None]:
     """The located state file, or None when it (or its directory) does not exist yet."""
     try:
-        loc = locate(ws, state_rel(ws, *parts), follow_final=False)
+        loc = locate_state(ws, *parts)
     except NotFoundError:
         yield None
         return
@@ -241,12 +340,12 @@ def dumps(value: Any, indent: int | None = None) -> str:
 
 def write_json(ws: Workspace, value: Any, *parts: str) -> None:
     data = (dumps(value, indent=2) + "\n").encode("utf-8")
-    with locate(ws, state_rel(ws, *parts), create_parents=True, follow_final=False) as loc:
+    with locate_state(ws, *parts, create_parents=True) as loc:
         _replace(loc, data)
 
 
 def write_text(ws: Workspace, text: str, *parts: str) -> None:
-    with locate(ws, state_rel(ws, *parts), create_parents=True, follow_final=False) as loc:
+    with locate_state(ws, *parts, create_parents=True) as loc:
         _replace(loc, text.encode("utf-8"))
 
 
@@ -284,9 +383,7 @@ class JsonlStream:
         lock = contextlib.nullcontext() if locked else state_lock(self.ws)
         with (
             lock,
-            locate(
-                self.ws, state_rel(self.ws, self.current), create_parents=True, follow_final=False
-            ) as loc,
+            locate_state(self.ws, self.current, create_parents=True) as loc,
         ):
             fd = open_state(loc, os.O_WRONLY | os.O_APPEND, create=True)
             assert fd is not None

@@ -15,13 +15,14 @@ import contextlib
 import logging
 
 import anyio
+from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core import activity
 from ..core.checkpoints.recorder import Recorder, new_entry_id
 from ..core.errors import WorkspaceError
 from ..core.memory import now_iso
-from ..core.statefiles import state_lock
+from ..core.statefiles import state_lock, try_state_lock
 from ..requestctx import JOURNAL_TAG
 from ..services import Services
 from .outcome import Outcome, observed
@@ -44,6 +45,21 @@ class JournalMiddleware(Middleware):
             self._journaled[name] = JOURNAL_TAG in (tool.tags or set())
         return self._journaled[name]
 
+    async def _ready(self, ws) -> None:
+        """A mutating call never proceeds without its record: the state must be writable
+        and its lock obtainable (a held lock is waited for, boundedly, off the loop)."""
+        try:
+            if try_state_lock(ws):
+                return
+
+            def wait() -> None:
+                with state_lock(ws):
+                    pass
+
+            await anyio.to_thread.run_sync(wait)
+        except WorkspaceError as exc:
+            raise ToolError(f"not done: {exc}") from None
+
     async def on_call_tool(self, context: MiddlewareContext, call_next):
         if not await self._is_journaled(context):
             return await call_next(context)
@@ -52,6 +68,7 @@ class JournalMiddleware(Middleware):
             ws = self.services.workspaces.get(arguments.get("workspace"))
         except WorkspaceError:
             return await call_next(context)  # the tool reports the unknown workspace itself
+        await self._ready(ws)
         outcome = Outcome()
         recorder = Recorder(ws, new_entry_id(), self.services.checkpoints(ws))
         recording = (

@@ -27,7 +27,6 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-from ..containment import locate
 from ..errors import NotFoundError, WorkspaceError
 from ..limits import (
     CHECKPOINT_INDEX_MAX_LINES,
@@ -36,7 +35,7 @@ from ..limits import (
     MAX_FILE_BYTES,
 )
 from ..osflags import DIR_FLAGS, READ_FLAGS
-from ..statefiles import JsonlStream, dumps, read_text, state_lock, state_rel, write_text
+from ..statefiles import JsonlStream, dumps, locate_state, read_text, state_lock, write_text
 from ..textio import atomic_write
 from ..workspaces import Workspace
 
@@ -67,13 +66,14 @@ class Store:
 
     # --- objects -------------------------------------------------------------------
 
-    def _object_rel(self, digest: str) -> str:
-        return state_rel(self.ws, DIR, OBJECTS, digest[:2], digest[2:])
+    @staticmethod
+    def _object_parts(digest: str) -> tuple[str, ...]:
+        return (DIR, OBJECTS, digest[:2], digest[2:])
 
     def put(self, data: bytes) -> tuple[str, int]:
         """Store `data`; returns its digest and the bytes it added (0 if already there)."""
         digest = digest_of(data)
-        with locate(self.ws, self._object_rel(digest), create_parents=True) as loc:
+        with locate_state(self.ws, *self._object_parts(digest), create_parents=True) as loc:
             st = loc.lstat()
             if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
                 with contextlib.suppress(OSError):  # fresh again for the collector's grace
@@ -87,7 +87,7 @@ class Store:
     def get(self, digest: str) -> bytes:
         """The content named `digest`; LostObjectError if it is missing or damaged."""
         try:
-            with locate(self.ws, self._object_rel(digest), follow_final=False) as loc:
+            with locate_state(self.ws, *self._object_parts(digest)) as loc:
                 fd = os.open(loc.name, READ_FLAGS, dir_fd=loc.dir_fd)
         except (NotFoundError, OSError):
             raise LostObjectError(f"checkpoint data {digest[:12]} is missing") from None
@@ -174,7 +174,7 @@ class Store:
 
     def _index_size(self) -> int:
         try:
-            with locate(self.ws, state_rel(self.ws, DIR, INDEX), follow_final=False) as loc:
+            with locate_state(self.ws, DIR, INDEX) as loc:
                 st = loc.lstat()
         except WorkspaceError:
             return 0
@@ -237,7 +237,7 @@ class Store:
     def _objects(self) -> Iterator[tuple[str, int, float, Any]]:
         """(digest, size, mtime, remove) of every stored object."""
         try:
-            top = locate(self.ws, state_rel(self.ws, DIR, OBJECTS), follow_final=False)
+            top = locate_state(self.ws, DIR, OBJECTS)
         except WorkspaceError:
             return
         with top:
