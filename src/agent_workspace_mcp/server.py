@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -153,14 +152,12 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     auth = _auth(settings)
     job_dir = settings.job_dir or default_job_dir()
     shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
-    if shared:
-        os.makedirs(os.path.join(job_dir, "locks"), 0o700, exist_ok=True)
     services = Services(
         settings=settings,
         registry=registry,
         search=SearchEngine(settings.search_engine),
         jobs=JobRegistry(job_dir, shared=shared),
-        locks=PathLocks(os.path.join(job_dir, "locks") if shared else None),
+        locks=PathLocks(),
         bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,
         memory=Memory(settings.journal_max_bytes),
         skills=SkillStore(settings.skills_dir, builtin=settings.builtin_skills),

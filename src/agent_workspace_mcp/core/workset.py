@@ -106,7 +106,7 @@ class Workset:
             except WorkspaceError as exc:
                 raise LoadError(index, exc) from None
             located.append(self._stack.enter_context(loc))
-        self._stack.enter_context(self._locks.hold(loc.real_abs for loc in located))
+        self._stack.enter_context(self._locks.hold(self._ws, (loc.real_abs for loc in located)))
         states = []
         for index, (path, loc) in enumerate(zip(paths, located, strict=True)):
             key = loc.real_abs

@@ -213,9 +213,10 @@ def write_file(
         doc = _existing_conventions(loc)
         data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
         _check_write_size(loc.display, len(data))
-        activity.before(loc)
-        with loc.parents_made():
-            existed = atomic_write(loc, data)
+        with services.locks.hold(ws, [loc.real_abs]):
+            activity.before(loc)
+            with loc.parents_made():
+                existed = atomic_write(loc, data)
     kept = ""
     if doc and doc.newline == "\r\n":
         kept = ", kept CRLF line endings"
@@ -240,9 +241,10 @@ def write_binary_file(
     ws = services.workspaces.get(workspace)
     with locate(ws, path, defer_parents=True, write=True) as loc:
         _check_write_size(loc.display, len(data))
-        activity.before(loc)
-        with loc.parents_made():
-            existed = atomic_write(loc, data)
+        with services.locks.hold(ws, [loc.real_abs]):
+            activity.before(loc)
+            with loc.parents_made():
+                existed = atomic_write(loc, data)
     verb = "Updated" if existed else "Created"
     activity.record([loc.display], f"{verb.lower()} {len(data)} bytes (binary)")
     return f"{verb} {loc.display} ({len(data)} bytes)"
@@ -251,7 +253,10 @@ def write_binary_file(
 def make_directory(services: Services, path: PathArg, workspace: WorkspaceArg = None) -> str:
     """Create a directory and any missing parents (an existing one is fine)."""
     ws = services.workspaces.get(workspace)
-    with locate(ws, path, defer_parents=True, write=True) as loc:
+    with (
+        locate(ws, path, defer_parents=True, write=True) as loc,
+        services.locks.hold(ws, [loc.real_abs]),
+    ):
         activity.before(loc)
         with loc.parents_made():
             created = fileops.make_directory(loc)
@@ -271,7 +276,10 @@ def delete_path(
 ) -> str:
     """Delete a file, a symlink (not its target) or a directory. Never the workspace root."""
     ws = services.workspaces.get(workspace)
-    with locate(ws, path, follow_final=False, write=True) as loc:
+    with (
+        locate(ws, path, follow_final=False, write=True) as loc,
+        services.locks.hold(ws, [loc.real_abs]),
+    ):
         activity.before(loc, recursive=recursive)
         what = fileops.delete(loc, recursive=recursive)
     activity.record([loc.display], f"deleted {what}")
@@ -293,6 +301,7 @@ def move_path(
     with (
         locate(ws, source, follow_final=False, write=True) as src,
         locate(ws, destination, follow_final=False, defer_parents=True, write=True) as dst,
+        services.locks.hold(ws, [src.real_abs, dst.real_abs]),
     ):
         activity.before(src, recursive=True)
         activity.before(dst, recursive=True)
@@ -320,7 +329,10 @@ def rename_path(
             raise InvalidArgumentError("refusing to rename the workspace root itself")
         parent = posixpath.dirname(src.display)
         target = posixpath.join(parent, newName) if parent else newName
-        with locate(ws, target, follow_final=False, write=True) as dst:
+        with (
+            locate(ws, target, follow_final=False, write=True) as dst,
+            services.locks.hold(ws, [src.real_abs, dst.real_abs]),
+        ):
             activity.before(src, recursive=True)
             activity.before(dst, recursive=True)
             fileops.move(src, dst, overwrite=overwrite)

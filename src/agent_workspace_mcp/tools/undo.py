@@ -57,7 +57,7 @@ def undo(
             chosen = history.last_steps(steps or 1)
         plan = history.plan(chosen)
         recorder = activity.current_recorder()
-        with services.locks.hold(absolute(ws, rel) for rel in plan.targets):
+        with services.locks.hold(ws, (absolute(ws, rel) for rel in plan.targets)):
             result = carry_out(ws, plan, store, force=force, dry_run=dryRun, recorder=recorder)
         if recorder is not None and not dryRun and result.lines:
             recorder.reverts = [e.id for e in chosen]
@@ -98,7 +98,7 @@ def restore_file(
             )
         plan = history.plan(chosen, under=rel)
         plan.blocked.clear()  # a path asked for by name: whatever changed it since
-        with services.locks.hold(absolute(ws, r) for r in plan.targets):
+        with services.locks.hold(ws, (absolute(ws, r) for r in plan.targets)):
             result = carry_out(
                 ws,
                 plan,

@@ -8,8 +8,8 @@ routed (sessions held in one worker's memory would break as soon as the next req
 reached another). Whatever must be shared is on disk, under the existing locks:
 journal, notes, changes and checkpoints in the state directory; background jobs as
 records in one private job directory made for this supervisor (`core.jobrecords`);
-per-path edit locks as flocks in it; metrics through prometheus-client's multiprocess
-files there.
+per-path edit locks as flocks in each workspace's state directory (`core.locks`);
+metrics through prometheus-client's multiprocess files in the private directory.
 
 The supervisor is the child subreaper: a job whose worker died is re-parented to it, so
 it reaps the job and records the exit code, and kills a job that outlives its deadline.
@@ -65,8 +65,7 @@ def shared_directory(job_dir: str | None) -> str:
     parent = job_dir or default_job_dir()
     os.makedirs(parent, 0o700, exist_ok=True)
     shared = tempfile.mkdtemp(prefix="workers-", dir=parent)
-    for sub in ("locks", "metrics"):
-        os.mkdir(os.path.join(shared, sub), 0o700)
+    os.mkdir(os.path.join(shared, "metrics"), 0o700)
     return shared
 
 
@@ -247,10 +246,9 @@ class Supervisor:
         if self.sock is not None:
             self.sock.close()
         if self.shared:
-            # Metrics and lock files live as long as the run; job records and logs stay,
-            # as a single server's logs do.
-            for sub in ("metrics", "locks"):
-                shutil.rmtree(os.path.join(self.shared, sub), ignore_errors=True)
+            # Metrics live as long as the run; job records and logs stay, as a single
+            # server's logs do.
+            shutil.rmtree(os.path.join(self.shared, "metrics"), ignore_errors=True)
 
 
 def _drain(fd: int) -> None:
