@@ -55,7 +55,7 @@ async def test_planted_paths_cannot_leave_the_root_or_enter_git(ws: Path, outsid
         for rel in ("../outside/secret.txt", str(secret), "lnk/secret.txt", "a/../../x"):
             plant(ws, {rel: [{"t": "-"}, file_state(secret.read_bytes())]})
             assert (await fails(client, "undo", steps=1)).startswith(
-                ("undo failed", "path outside workspace root", "checkpoint index names")
+                ("undo failed", "undo refused", "path outside workspace root")
             )
             lines = (ws / INDEX).read_text().splitlines()
             (ws / INDEX).write_text("\n".join(lines[:-1]) + "\n")
@@ -159,3 +159,102 @@ async def test_record_and_undo_while_a_directory_is_swapped_for_a_symlink(
     assert swaps[0] > 100
     assert state() == before  # nothing outside was written, created or deleted
     assert len(entries(ws)) >= 6 * 60
+
+
+def two_file_line(good: bytes, bad_state: dict) -> dict:
+    # a.txt's after-state is what is on disk, so nothing but the bad state stops the undo.
+    return {"a.txt": [file_state(good), file_state(b"now a\n")], "b.txt": [bad_state, {"t": "-"}]}
+
+
+GOOD = b"good a\n"
+GOOD_H = hashlib.sha256(GOOD).hexdigest()
+# Damaged states as a process inside the root could plant them (issue 28 item 5).
+BAD_STATES = [
+    {"t": "f", "m": "x", "s": 1, "h": GOOD_H, "o": 1},
+    {"t": "f", "m": -1, "s": 1, "h": GOOD_H, "o": 1},
+    {"t": "f", "m": 0o644, "s": "1", "h": GOOD_H, "o": 1},
+    {"t": "f", "m": 0o644, "s": 1, "h": 7, "o": 1},
+    {"t": "f", "m": 0o644, "s": 1, "h": "zz", "o": 1},
+    {"t": "f", "m": 0o644, "s": 1, "o": 1},
+    {"t": "f", "m": True, "s": 1, "h": GOOD_H, "o": 1},
+    {"t": "f", "m": 0o644, "s": 1, "q": "x"},
+    {"t": "d", "m": None},
+    {"t": "d"},
+    {"t": "l", "k": 5},
+    {"t": "l", "k": ""},
+    {"t": "l", "k": "a\u0000b"},
+    {"t": 3},
+    {"t": "x"},
+    {},
+    "a string",
+    None,
+    [1, 2],
+]
+
+
+async def test_a_damaged_line_is_refused_before_anything_changes(ws: Path) -> None:
+    """Item 5: a planted entry with a bad mode restored one file of two, then answered
+    `internal error in undo (ValueError)`."""
+    async with open_client(Settings(root=str(ws))) as client:
+        await ok(client, "write_file", path="first.txt", content="first\n")
+        store_of(ws).put(GOOD)
+        saved = (ws / INDEX).read_text()
+        for bad in BAD_STATES:
+            (ws / "a.txt").write_bytes(b"now a\n")
+            plant(ws, two_file_line(GOOD, bad))
+            refusal = await fails(client, "undo")
+            assert "#planted" in refusal and "damaged" in refusal, (bad, refusal)
+            assert (ws / "a.txt").read_bytes() == b"now a\n", bad
+            (ws / INDEX).write_text(saved)
+        # Malformed line shapes: none may make any tool answer an internal error.
+        for line in (
+            {"id": "planted", "tool": 5, "p": {}},
+            {"id": "planted", "ts": [], "p": {}},
+            {"id": "planted", "reverts": "abc", "p": {}},
+            {"id": "planted", "reverts": [1], "p": {}},
+            {"id": "planted", "change": {}, "p": {}},
+            {"id": "planted", "b": "many", "p": {"a.txt": [file_state(GOOD), {"t": "-"}]}},
+            {"id": "planted", "p": {"a.txt": [file_state(GOOD)]}},
+            {"id": "planted", "p": {"a.txt": "x"}},
+            {"id": "planted", "p": {"": [file_state(GOOD), {"t": "-"}]}},
+            {"id": "planted", "p": []},
+            {"id": "planted", "m": 12},
+            {"id": 5, "p": {}},
+            {"id": "", "p": {}},
+        ):
+            with (ws / INDEX).open("a") as handle:
+                handle.write(json.dumps(line) + "\n")
+            for tool, args in (("undo", {}), ("undo", {"to": "planted"}), ("work_log", {})):
+                answer = await call(client, tool, **args)
+                assert "internal error" not in answer.text, (line, tool, answer.text)
+            (ws / INDEX).write_text(saved)  # an undo of first.txt may have run: as before
+            (ws / "first.txt").write_text("first\n")
+        # Forced, the damaged line is left out and the rest is undone.
+        plant(ws, two_file_line(GOOD, BAD_STATES[0]))
+        text = await ok(client, "undo", steps=2, force=True)
+        assert "first.txt" in text
+    assert not (ws / "first.txt").exists()
+
+
+async def test_a_zlib_bomb_is_not_inflated(ws: Path) -> None:
+    """Item 7: a 1.7 MiB planted object inflated to 772 MiB; inflation stops at the size
+    the index records (or the file size limit)."""
+    import zlib
+
+    claimed = b"small\n"
+    digest = hashlib.sha256(claimed).hexdigest()
+    bomb = b"z" + zlib.compress(b"\0" * (200 * 1024 * 1024), 9)
+    async with open_client(Settings(root=str(ws))) as client:
+        await ok(client, "write_file", path="x.txt", content="x\n")
+        bucket = ws / ".workspace-mcp" / "checkpoints" / "objects" / digest[:2]
+        bucket.mkdir(parents=True, exist_ok=True)
+        (bucket / digest[2:]).write_bytes(bomb)
+        plant(ws, {"bomb.txt": [file_state(claimed), {"t": "-"}]})
+        import resource
+
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        refusal = await fails(client, "undo")
+        grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert "damaged" in refusal and "put back" in refusal
+    assert grown_kib < 64 * 1024, grown_kib  # far from the 200 MiB it inflates to
+    assert not (ws / "bomb.txt").exists()

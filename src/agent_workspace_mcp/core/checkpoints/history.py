@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgumentError, WorkspaceError
-from .states import NONE, State, restorable, same
+from .states import NONE, State, restorable, same, state_problem, valid_rel
 from .store import LostObjectError, Store
 
 
@@ -54,6 +54,7 @@ class Entry:
     truncated: bool
     paths: dict[str, tuple[State, State]] | None  # None: its checkpoint is gone
     undone: bool = False
+    damaged: str | None = None  # why its line cannot be used (planted or damaged)
 
     @property
     def is_undo(self) -> bool:
@@ -82,6 +83,28 @@ class Plan:
     lost: list[str] = field(default_factory=list)  # paths that cannot be restored
 
 
+def line_problem(line: dict[str, Any], manifest: dict[str, Any] | None) -> str | None:
+    """What makes an index line unusable, naming the path where it is one, or None."""
+    for key in ("tool", "ts", "change"):
+        if key in line and not isinstance(line[key], str):
+            return f"a bad {key}"
+    reverts = line.get("reverts")
+    if reverts is not None and not (
+        isinstance(reverts, list) and all(isinstance(r, str) for r in reverts)
+    ):
+        return "a bad list of reverted calls"
+    for rel, pair in (manifest or {}).items():
+        if not valid_rel(rel):
+            return f"an invalid path {str(rel)[:60]!r}"
+        if not (isinstance(pair, list) and len(pair) == 2):
+            return f"a bad entry for {rel[:60]}"
+        for state in pair:
+            problem = state_problem(state)
+            if problem:
+                return f"{problem} for {rel[:60]}"
+    return None
+
+
 class History:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -90,16 +113,13 @@ class History:
 
     def _entry(self, line: dict[str, Any]) -> Entry:
         manifest = manifest_of(self.store, line)
+        # A planted or damaged line is kept (its id stays findable) but restores nothing:
+        # every state is checked here, before an undo changes anything (issue 28).
+        problem = line_problem(line, manifest)
         paths = None
-        if manifest is not None:
-            paths = {
-                rel: (pair[0], pair[1])
-                for rel, pair in manifest.items()
-                if isinstance(pair, list) and len(pair) == 2
-            }
+        if manifest is not None and problem is None:
+            paths = {rel: (pair[0], pair[1]) for rel, pair in manifest.items()}
         reverts = line.get("reverts")
-        if isinstance(reverts, list):
-            reverts = [r for r in reverts if isinstance(r, str)]
         return Entry(
             id=line["id"],
             tool=str(line.get("tool", "?")),
@@ -112,6 +132,7 @@ class History:
             pruned=bool(line.get("pruned")),
             truncated=bool(line.get("trunc")),
             paths=paths,
+            damaged=problem,
         )
 
     def _mark_undone(self) -> None:
@@ -174,8 +195,14 @@ class History:
         first_seen: dict[str, int] = {}  # path -> index of the first chosen entry
         for entry in chosen:
             if entry.paths is None:
+                why = (
+                    f"its checkpoint line is damaged: {entry.damaged}"
+                    if entry.damaged
+                    else "its checkpoint was pruned"
+                )
                 plan.blocked.append(
-                    f"{entry.label} is no longer undoable (its checkpoint was pruned)"
+                    f"{entry.label} is no longer undoable ({why}); pass force=true to undo "
+                    "the rest without it"
                 )
                 continue
             if entry.truncated:

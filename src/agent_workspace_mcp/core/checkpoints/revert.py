@@ -163,8 +163,8 @@ def _line_counts(now: State, want: State, store: Store) -> str:
     if max(now.get("s", 0), want.get("s", 0)) > DIFF_MAX_BYTES or not now.get("o"):
         return ""
     try:
-        old = store.get(now["h"]).decode("utf-8").splitlines()
-        new = store.get(want["h"]).decode("utf-8").splitlines()
+        old = store.get(now["h"], now["s"]).decode("utf-8").splitlines()
+        new = store.get(want["h"], want["s"]).decode("utf-8").splitlines()
     except (WorkspaceError, UnicodeDecodeError):
         return "binary" if now.get("s") or want.get("s") else ""
     plus = minus = 0

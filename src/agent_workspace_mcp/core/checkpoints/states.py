@@ -25,7 +25,12 @@ from typing import Any
 
 from ..containment import Located, locate
 from ..errors import NotFoundError, WorkspaceError, WrongTypeError, describe_os_error
-from ..limits import CHECKPOINT_CALL_MAX_BYTES, CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_MAX_PATHS
+from ..limits import (
+    CHECKPOINT_CALL_MAX_BYTES,
+    CHECKPOINT_FILE_MAX_BYTES,
+    CHECKPOINT_MAX_PATHS,
+    PATH_MAX_CHARS,
+)
 from ..osflags import DIR_FLAGS, READ_FLAGS
 from ..textio import atomic_write
 from ..workspaces import Workspace
@@ -75,11 +80,60 @@ def same(current: State, expected: State) -> bool:
     return True
 
 
+def valid_rel(rel: object) -> bool:
+    """Whether an index path is a plain relative path (no empty, `.` or `..` part)."""
+    if not isinstance(rel, str) or not rel or "\x00" in rel or len(rel) > PATH_MAX_CHARS:
+        return False
+    return not any(p in ("", ".", "..") for p in rel.split("/"))
+
+
 def absolute(ws: Workspace, rel: str) -> str:
-    parts = rel.split("/")
-    if not rel or any(p in ("", ".", "..") for p in parts) or "\x00" in rel:
-        raise WorkspaceError(f"checkpoint index names an invalid path: {rel[:120]!r}")
+    if not valid_rel(rel):
+        raise WorkspaceError(f"checkpoint index names an invalid path: {str(rel)[:120]!r}")
     return posixpath.join(ws.root, rel)
+
+
+def _count(value: object, top: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= top
+
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def state_problem(state: object) -> str | None:
+    """What makes a recorded state unusable (a planted or damaged line), or None.
+
+    Checked for every state before an undo changes anything, so a bad one refuses the
+    line instead of failing halfway through applying it."""
+    if not isinstance(state, dict):
+        return "a state that is not an object"
+    kind = state.get("t")
+    if kind not in KINDS:
+        return "an unknown kind"
+    if kind in ("f", "d") and not _count(state.get("m"), 0o7777):
+        return "a bad mode"
+    if kind == "f":
+        if not _count(state.get("s"), 1 << 62):
+            return "a bad size"
+        digest = state.get("h")
+        if digest is not None and not (
+            isinstance(digest, str) and len(digest) == 64 and set(digest) <= _HEX
+        ):
+            return "a bad digest"
+        if state.get("o") and digest is None:
+            return "stored content without a digest"
+        seen = state.get("q")
+        if seen is not None and not (
+            isinstance(seen, list) and len(seen) == 2 and all(_count(x, 1 << 63) for x in seen)
+        ):
+            return "a bad size stamp"
+    if kind == "l":
+        target = state.get("k")
+        if not isinstance(target, str) or not target or "\x00" in target:
+            return "a bad link target"
+        if len(target) > PATH_MAX_CHARS:
+            return "a bad link target"
+    return None
 
 
 def _read(dir_fd: int, name: str, size: int) -> bytes | None:
@@ -266,7 +320,7 @@ def _create(ws: Workspace, rel: str, want: State, now: State, store: Store) -> N
             elif want["t"] == "l":
                 os.symlink(want["k"], loc.name, dir_fd=loc.dir_fd)
             elif want["t"] == "f":
-                atomic_write(loc, store.get(want["h"]), mode=int(want["m"]) & 0o777)
+                atomic_write(loc, store.get(want["h"], want["s"]), mode=int(want["m"]) & 0o777)
             else:
                 raise WorkspaceError(f"{rel}: a {KINDS.get(want['t'], 'file')} cannot be restored")
         except OSError as exc:

@@ -84,8 +84,11 @@ class Store:
             atomic_write(loc, blob, mode=0o600, durable=False)
         return digest, len(blob)
 
-    def get(self, digest: str) -> bytes:
-        """The content named `digest`; LostObjectError if it is missing or damaged."""
+    def get(self, digest: str, size: int | None = None) -> bytes:
+        """The content named `digest`; LostObjectError if it is missing or damaged.
+
+        Inflation stops at `size` (what the index records), or MAX_FILE_BYTES: a planted
+        object of a megabyte can inflate to gigabytes (a zlib bomb)."""
         try:
             with locate_state(self.ws, *self._object_parts(digest)) as loc:
                 fd = os.open(loc.name, READ_FLAGS, dir_fd=loc.dir_fd)
@@ -105,8 +108,15 @@ class Store:
         finally:
             os.close(fd)
         blob = b"".join(chunks)
+        bound = MAX_FILE_BYTES if size is None else min(size, MAX_FILE_BYTES)
         try:
-            data = zlib.decompress(blob[1:]) if blob[:1] == b"z" else blob[1:]
+            if blob[:1] == b"z":
+                inflater = zlib.decompressobj()
+                data = inflater.decompress(blob[1:], bound + 1)
+                if len(data) > bound or inflater.unconsumed_tail:
+                    raise LostObjectError(f"checkpoint data {digest[:12]} is damaged")
+            else:
+                data = blob[1:]
         except zlib.error:
             data = b""
         if blob[:1] not in (b"z", b"r") or digest_of(data) != digest:
@@ -146,7 +156,10 @@ class Store:
                 record = json.loads(raw)
             except ValueError:
                 continue
-            if isinstance(record, dict) and isinstance(record.get("id"), str):
+            if isinstance(record, dict) and isinstance(record.get("id"), str) and record["id"]:
+                size = record.get("b", 0)
+                if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+                    record["b"] = 0  # a planted size must not break the cap's arithmetic
                 found.append(record)
         return found
 
