@@ -7,7 +7,7 @@ server configures one: resource attributes from `OTEL_SERVICE_NAME` /
 `OTEL_RESOURCE_ATTRIBUTES`, the OTLP/HTTP exporter from its own `OTEL_EXPORTER_OTLP_*`
 variables. The console exporter writes to stderr (stdout carries the stdio protocol).
 Our pipeline adds `awm.outcome` (`ok` / `error`) to each tool call's span; no span ever
-carries arguments or file contents.
+carries arguments, file contents or error texts (an error's type only).
 """
 
 from __future__ import annotations
@@ -69,11 +69,46 @@ def configure(environ: Mapping[str, str]) -> str | None:
     )
     resource = Resource.create({} if named else {"service.name": "agent-workspace-mcp"})
     provider = TracerProvider(resource=resource)
+    provider.add_span_processor(_scrubber())  # first: before anything can record text
     provider.add_span_processor(BatchSpanProcessor(span_exporter))
     trace.set_tracer_provider(provider)
     global _active
     _active = True
     return None
+
+
+def _scrubbed_status(set_status):
+    def set_status_code_only(status, description=None):
+        from opentelemetry.trace import Status
+
+        code = status.status_code if isinstance(status, Status) else status
+        set_status(Status(code))
+
+    return set_status_code_only
+
+
+def _type_only(span):
+    def record_exception(exception, attributes=None, timestamp=None, escaped=False):
+        span.add_event("exception", {"exception.type": type(exception).__name__}, timestamp)
+
+    return record_exception
+
+
+def _scrubber():
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    class ScrubErrors(SpanProcessor):
+        """Spans keep an error's type, never its text: FastMCP records the exception's
+        message as the span status and an `exception` event, and our errors quote what
+        they are about ("closest match at line 2: line 2 is '<the file's line>'"), so an
+        exporter would receive file contents (issue 28). Each span's two recording
+        methods are replaced when it starts, so nothing later can add the text."""
+
+        def on_start(self, span, parent_context=None) -> None:
+            span.set_status = _scrubbed_status(span.set_status)
+            span.record_exception = _type_only(span)
+
+    return ScrubErrors()
 
 
 _active = False

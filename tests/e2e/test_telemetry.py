@@ -45,6 +45,14 @@ async def test_otel_variables_export_tool_spans_without_contents(ws: Path, tmp_p
         await client.call_tool("write_file", {"path": "a.txt", "content": "SECRET-CONTENT-123"})
         bad = await client.call_tool("read_file", {"path": "nope.txt"}, raise_on_error=False)
         assert bad.is_error
+        # Issue 28 item 9: this error quotes the file's closest line; spans must not.
+        (ws / "b.py").write_text("first\nQUOTED-FILE-LINE-456 = 1\n")
+        near = await client.call_tool(
+            "edit_file",
+            {"path": "b.py", "oldString": "QUOTED-FILE-LINE-456 = 2", "newString": "x"},
+            raise_on_error=False,
+        )
+        assert near.is_error and "QUOTED-FILE-LINE-456" in near.content[0].text
     text = log.read_text()
     spans = spans_in(text)
     tools = {
@@ -53,4 +61,6 @@ async def test_otel_variables_export_tool_spans_without_contents(ws: Path, tmp_p
     assert ("write_file", "ok") in tools and ("read_file", "error") in tools, text[-2000:]
     assert all(s["resource"]["attributes"]["service.name"] == "awm-test" for s in spans)
     assert "SECRET-CONTENT-123" not in text  # no argument, no file content in any span
+    assert "QUOTED-FILE-LINE-456" not in text  # nor an error text quoting the file
+    assert ("edit_file", "error") in tools
     assert (ws / "a.txt").read_text() == "SECRET-CONTENT-123"
