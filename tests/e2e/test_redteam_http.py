@@ -150,3 +150,20 @@ def test_repeated_session_headers_are_refused(served: RunningServer) -> None:
         timeout=10,
     )
     assert both.status_code == 400 and "mcp-session-id" in both.text
+
+
+async def test_an_undo_error_names_no_host_path(served: RunningServer, tmp_path) -> None:
+    """Item 10: `path outside workspace root: <the host path of the root>/sub2/f.txt`."""
+    root = served.root  # type: ignore[attr-defined]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    async with http_client(served, ALICE) as client:
+        await client.call_tool("write_file", {"path": "sub2/f.txt", "content": "one\n"})
+        (root / "sub2" / "f.txt").unlink()
+        (root / "sub2").rmdir()
+        (root / "sub2").symlink_to(elsewhere)
+        answer = await client.call_tool("undo", {}, raise_on_error=False)
+        (root / "sub2").unlink()
+    text = text_of(answer)
+    assert answer.is_error and "outside workspace root: sub2/f.txt" in text, text
+    assert str(root) not in text and str(tmp_path) not in text

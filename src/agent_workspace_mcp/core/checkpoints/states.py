@@ -24,7 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..containment import Located, locate
-from ..errors import NotFoundError, WorkspaceError, WrongTypeError, describe_os_error
+from ..errors import (
+    NotFoundError,
+    OutsideWorkspaceError,
+    WorkspaceError,
+    WrongTypeError,
+    describe_os_error,
+)
 from ..limits import (
     CHECKPOINT_CALL_MAX_BYTES,
     CHECKPOINT_FILE_MAX_BYTES,
@@ -91,6 +97,16 @@ def absolute(ws: Workspace, rel: str) -> str:
     if not valid_rel(rel):
         raise WorkspaceError(f"checkpoint index names an invalid path: {str(rel)[:120]!r}")
     return posixpath.join(ws.root, rel)
+
+
+def locate_recorded(ws: Workspace, rel: str, *, write: bool = False) -> Located:
+    """`locate()` for an index path (the link itself, never followed). An escape is
+    named by the index path, not the host path `absolute()` built (issue 28: an undo's
+    error over HTTP showed where the root lives)."""
+    try:
+        return locate(ws, absolute(ws, rel), follow_final=False, write=write)
+    except OutsideWorkspaceError:
+        raise OutsideWorkspaceError(rel) from None
 
 
 def _count(value: object, top: int) -> bool:
@@ -235,7 +251,7 @@ def capture(
 ) -> dict[str, State]:
     """`capture_located` for a recorded path (an index path, relative to the root)."""
     try:
-        loc = locate(ws, absolute(ws, rel), follow_final=False)
+        loc = locate_recorded(ws, rel)
     except (NotFoundError, WrongTypeError):
         return {rel: dict(NONE)} if budget.take_path() else {}
     with loc:
@@ -245,7 +261,7 @@ def capture(
 def children(ws: Workspace, rel: str) -> list[str]:
     """The entries directly under a directory (for refusing to delete what was not recorded)."""
     try:
-        with locate(ws, absolute(ws, rel), follow_final=False) as loc:
+        with locate_recorded(ws, rel) as loc:
             fd = os.open(loc.name, DIR_FLAGS, dir_fd=loc.dir_fd)
     except (WorkspaceError, OSError):
         return []
@@ -299,7 +315,7 @@ def _op_error(exc: OSError, rel: str) -> WorkspaceError:
 
 
 def _remove(ws: Workspace, rel: str, now: State) -> None:
-    with locate(ws, absolute(ws, rel), follow_final=False, write=True) as loc:
+    with locate_recorded(ws, rel, write=True) as loc:
         try:
             if now["t"] == "d":
                 os.rmdir(loc.name, dir_fd=loc.dir_fd)
@@ -312,7 +328,7 @@ def _remove(ws: Workspace, rel: str, now: State) -> None:
 
 
 def _create(ws: Workspace, rel: str, want: State, now: State, store: Store) -> None:
-    with locate(ws, absolute(ws, rel), follow_final=False, write=True) as loc:
+    with locate_recorded(ws, rel, write=True) as loc:
         try:
             if want["t"] == "d":
                 if now["t"] != "d":
@@ -328,7 +344,7 @@ def _create(ws: Workspace, rel: str, want: State, now: State, store: Store) -> N
 
 
 def _chmod_dir(ws: Workspace, rel: str, mode: int) -> None:
-    with locate(ws, absolute(ws, rel), follow_final=False, write=True) as loc:
+    with locate_recorded(ws, rel, write=True) as loc:
         try:
             fd = os.open(loc.name, DIR_FLAGS, dir_fd=loc.dir_fd)
         except OSError as exc:
