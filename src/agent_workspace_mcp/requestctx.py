@@ -22,3 +22,10 @@ def current_subject() -> str | None:
     if token is None:
         return None
     return token.subject or token.client_id or None
+
+
+def history_subject(shared: bool) -> str | None:
+    """Whose history this request sees and undoes: over HTTP the caller's own (another
+    subject's work is neither listed nor reverted), everything with `--share-history`,
+    and everything where nobody is authenticated (stdio)."""
+    return None if shared else current_subject()

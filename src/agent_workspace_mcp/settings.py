@@ -258,6 +258,11 @@ class Settings(BaseModel):
         "no sessions: every POST is handled on its own",
         HTTP, "--stateless", ("WORKSPACE_MCP_STATELESS",),
     )] = False
+    share_history: Annotated[bool, Opt(
+        "every subject sees and undoes every subject's work_log and checkpoints "
+        "(default: its own only)",
+        HTTP, "--share-history", ("WORKSPACE_MCP_SHARE_HISTORY",),
+    )] = False
     metrics_public: Annotated[bool, Opt(
         "serve /metrics (Prometheus) without credentials; by default it takes the same "
         "token, API key or JWT as /mcp",

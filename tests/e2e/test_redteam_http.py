@@ -167,3 +167,28 @@ async def test_an_undo_error_names_no_host_path(served: RunningServer, tmp_path)
     text = text_of(answer)
     assert answer.is_error and "outside workspace root: sub2/f.txt" in text, text
     assert str(root) not in text and str(tmp_path) not in text
+
+
+async def test_history_and_undo_are_scoped_to_the_subject(served: RunningServer) -> None:
+    """Item 11: subject B's undo reverted subject A's write; B's work_log listed A's."""
+    root = served.root  # type: ignore[attr-defined]
+    async with http_client(served, ALICE) as alice, http_client(served, BOB) as bob:
+        await alice.call_tool("write_file", {"path": "alice.txt", "content": "alice's\n"})
+        await bob.call_tool("write_file", {"path": "bob.txt", "content": "bob's\n"})
+        bob_log = text_of(await bob.call_tool("work_log", {}))
+        assert "bob.txt" in bob_log and "alice.txt" not in bob_log, bob_log
+        alice_log = text_of(await alice.call_tool("work_log", {}))
+        alice_id = alice_log.splitlines()[0].rsplit("(id ", 1)[1].rstrip(")")
+        undone = text_of(await bob.call_tool("undo", {}))
+        assert "bob.txt" in undone and not (root / "bob.txt").exists()
+        again = await bob.call_tool("undo", {}, raise_on_error=False)
+        assert again.is_error and "nothing to undo" in text_of(again)
+        named = await bob.call_tool("undo", {"to": alice_id}, raise_on_error=False)
+        assert named.is_error and "no journal entry" in text_of(named)
+        restore = await bob.call_tool(
+            "restore_file", {"path": "alice.txt", "before": alice_id}, raise_on_error=False
+        )
+        assert restore.is_error
+        assert (root / "alice.txt").read_text() == "alice's\n"
+        assert "alice.txt" in text_of(await alice.call_tool("undo", {}))
+    assert not (root / "alice.txt").exists()

@@ -90,6 +90,7 @@ class Memory:
         entry_id: str | None = None,
         ts: str | None = None,
         locked: bool = False,
+        by: str | None = None,
     ) -> None:
         """Append one journal entry; never raises (best effort, logged).
 
@@ -109,6 +110,8 @@ class Memory:
             tag = change if change is not None else self.active_change(ws)
             if tag:
                 entry["change"] = tag
+            if by:
+                entry["by"] = by  # the authenticated subject (HTTP)
             self.journal(ws).append(entry, locked=locked)
         except Exception as exc:  # the journal must never break a tool
             log.warning("journal write failed for %s in %s: %s", tool, ws.name, exc)
@@ -121,10 +124,14 @@ class Memory:
         since: str | None = None,
         path: str | None = None,
         change: str | None = None,
+        by: str | None = None,
     ) -> list[dict[str, Any]]:
+        """Newest first; `by`: only that subject's entries (None: everyone's)."""
         after = parse_since(since) if since else None
 
         def keep(record: dict[str, Any]) -> bool:
+            if by is not None and record.get("by") != by:
+                return False
             if after is not None:
                 stamp = _ts(record)
                 if stamp is None or stamp < after:

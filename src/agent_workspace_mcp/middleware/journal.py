@@ -23,7 +23,7 @@ from ..core.checkpoints.recorder import Recorder, new_entry_id
 from ..core.errors import WorkspaceError
 from ..core.memory import now_iso
 from ..core.statefiles import state_lock, try_state_lock
-from ..requestctx import JOURNAL_TAG
+from ..requestctx import JOURNAL_TAG, current_subject
 from ..services import Services
 from .outcome import Outcome, observed
 
@@ -70,6 +70,7 @@ class JournalMiddleware(Middleware):
             return await call_next(context)  # the tool reports the unknown workspace itself
         await self._ready(ws)
         outcome = Outcome()
+        subject = current_subject()
         recorder = Recorder(ws, new_entry_id(), self.services.checkpoints(ws))
         recording = (
             activity.recording(recorder)
@@ -92,7 +93,9 @@ class JournalMiddleware(Middleware):
                     try:  # one lock for the checkpoint line and the journal entry
                         with state_lock(ws):
                             if self.services.settings.checkpoints:
-                                recorder.finish(context.message.name, ts, change, locked=True)
+                                recorder.finish(
+                                    context.message.name, ts, change, locked=True, by=subject
+                                )
                             memory.record(
                                 ws,
                                 context.message.name,
@@ -103,6 +106,7 @@ class JournalMiddleware(Middleware):
                                 entry_id=recorder.id,
                                 ts=ts,
                                 locked=True,
+                                by=subject,
                             )
                     except Exception as exc:  # best effort: never changes the answer
                         log.warning("journal write failed in %s: %s", ws.name, exc)

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from ..core import limits
 from ..core.memory import render_entry, render_note
+from ..requestctx import history_subject
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind
 
@@ -33,7 +34,14 @@ def work_log(
 ) -> str:
     """Recent activity, newest first: every mutating call's paths, detail, outcome, id."""
     ws = services.workspaces.get(workspace)
-    entries = services.memory.work_log(ws, limit=limit, since=since, path=path, change=change)
+    entries = services.memory.work_log(
+        ws,
+        limit=limit,
+        since=since,
+        path=path,
+        change=change,
+        by=history_subject(services.settings.share_history),
+    )
     if not entries:
         return (
             "no activity recorded yet" if not (since or path or change) else "no activity matches"

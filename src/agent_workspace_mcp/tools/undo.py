@@ -20,6 +20,7 @@ from ..core.containment import locate
 from ..core.echo import listing
 from ..core.errors import InvalidArgumentError, WorkspaceError
 from ..core.statefiles import state_lock
+from ..requestctx import history_subject
 from ..services import Services
 from .base import DESTRUCTIVE, WorkspaceArg, add_tool, bind
 
@@ -48,7 +49,7 @@ def undo(
     ws = services.workspaces.get(workspace)
     store = services.checkpoints(ws)
     with state_lock(ws):
-        history = History(store)
+        history = History(store, history_subject(services.settings.share_history))
         if to:
             chosen = history.after(to)
         elif change:
@@ -84,13 +85,20 @@ def restore_file(
         raise InvalidArgumentError("restore_file takes a path inside the workspace, not its root")
     store = services.checkpoints(ws)
     with state_lock(ws):
-        history = History(store)
+        history = History(store, history_subject(services.settings.share_history))
         start = history.find(before)
         chosen = [
             e
             for e in history.entries[start:]
             if any(p == rel or p.startswith(rel + "/") for p in (e.paths or {}))
         ]
+        others = [e for e in chosen if not history.visible(e)]
+        if others:
+            raise WorkspaceError(
+                f"{shown} was changed since by another subject's call #{others[0].id}; "
+                "restore_file reverts only your own work (the operator can allow more "
+                "with --share-history)"
+            )
         if not chosen:
             raise WorkspaceError(
                 f"{shown} was not changed by #{before.lstrip('#')} or any later recorded call; "

@@ -55,6 +55,7 @@ class Entry:
     paths: dict[str, tuple[State, State]] | None  # None: its checkpoint is gone
     undone: bool = False
     damaged: str | None = None  # why its line cannot be used (planted or damaged)
+    by: str | None = None  # the authenticated subject that made the call (HTTP)
 
     @property
     def is_undo(self) -> bool:
@@ -85,7 +86,7 @@ class Plan:
 
 def line_problem(line: dict[str, Any], manifest: dict[str, Any] | None) -> str | None:
     """What makes an index line unusable, naming the path where it is one, or None."""
-    for key in ("tool", "ts", "change"):
+    for key in ("tool", "ts", "change", "by"):
         if key in line and not isinstance(line[key], str):
             return f"a bad {key}"
     reverts = line.get("reverts")
@@ -106,10 +107,17 @@ def line_problem(line: dict[str, Any], manifest: dict[str, Any] | None) -> str |
 
 
 class History:
-    def __init__(self, store: Store) -> None:
+    """`subject`: only that subject's calls can be chosen or named (None: everyone's);
+    every call still counts when checking what changed a file since."""
+
+    def __init__(self, store: Store, subject: str | None = None) -> None:
         self.store = store
+        self.subject = subject
         self.entries = [self._entry(line) for line in store.lines()]
         self._mark_undone()
+
+    def visible(self, entry: Entry) -> bool:
+        return self.subject is None or entry.by == self.subject
 
     def _entry(self, line: dict[str, Any]) -> Entry:
         manifest = manifest_of(self.store, line)
@@ -133,6 +141,7 @@ class History:
             truncated=bool(line.get("trunc")),
             paths=paths,
             damaged=problem,
+            by=line.get("by") if isinstance(line.get("by"), str) else None,
         )
 
     def _mark_undone(self) -> None:
@@ -146,7 +155,7 @@ class History:
     def find(self, entry_id: str) -> int:
         wanted = entry_id.strip().lstrip("#")
         for index in range(len(self.entries) - 1, -1, -1):
-            if self.entries[index].id == wanted:
+            if self.entries[index].id == wanted and self.visible(self.entries[index]):
                 return index
         raise InvalidArgumentError(
             f"no journal entry #{wanted[:40]} in this workspace's checkpoints; "
@@ -160,7 +169,7 @@ class History:
         for entry in reversed(self.entries):
             if len(chosen) == steps:
                 break
-            if entry.undone or entry.is_undo or not entry.effective:
+            if entry.undone or entry.is_undo or not entry.effective or not self.visible(entry):
                 continue
             chosen.append(entry)
         if not chosen:
@@ -168,7 +177,9 @@ class History:
         return chosen[::-1]
 
     def after(self, entry_id: str) -> list[Entry]:
-        chosen = [e for e in self.entries[self.find(entry_id) + 1 :] if e.effective]
+        chosen = [
+            e for e in self.entries[self.find(entry_id) + 1 :] if e.effective and self.visible(e)
+        ]
         if not chosen:
             raise WorkspaceError(f"nothing to undo: no change was recorded after #{entry_id}")
         return chosen
@@ -177,7 +188,11 @@ class History:
         chosen = [
             e
             for e in self.entries
-            if e.change == change and not e.undone and not e.is_undo and e.effective
+            if e.change == change
+            and not e.undone
+            and not e.is_undo
+            and e.effective
+            and self.visible(e)
         ]
         if not chosen:
             raise WorkspaceError(f'nothing to undo: no recorded change under change "{change}"')

@@ -109,7 +109,7 @@ class Recorder:
         log.warning("checkpoint for %s failed in %s: %s", self.id, self.ws.name, exc)
 
     def finish(
-        self, tool: str, ts: str, change: str | None, *, locked: bool = False
+        self, tool: str, ts: str, change: str | None, *, locked: bool = False, by: str | None = None
     ) -> dict[str, Any] | None:
         """Record what the call left and append its index line (None if that failed)."""
         try:
@@ -125,6 +125,8 @@ class Recorder:
             line: dict[str, Any] = {"id": self.id, "ts": ts, "tool": tool}
             if change:
                 line["change"] = change
+            if by:
+                line["by"] = by
             if self.cmd:
                 line["cmd"] = True
             if self.reverts is not None:
