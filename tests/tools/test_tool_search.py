@@ -34,3 +34,13 @@ async def test_profiles_keep_their_own_core_names(ws: Path) -> None:
     async with open_client(settings) as client:
         listed = {t.name for t in await client.list_tools()}
     assert "search_text" in listed and "grep" not in listed
+
+
+async def test_the_proxy_names_an_unknown_or_hidden_tool(ws: Path) -> None:
+    """Issue 28 item 13: `internal error in call_tool (NotFoundError)` before."""
+    async with open_client(Settings(root=str(ws), tool_search=True, read_only=True)) as client:
+        hidden = await fails(client, "call_tool", name="write_file", arguments={"path": "a"})
+        assert hidden == "unknown tool 'write_file': did you mean read_file?"
+        unknown = await fails(client, "call_tool", name="nosuch", arguments={})
+        assert unknown.startswith("unknown tool 'nosuch'") and "internal" not in unknown
+    assert not (ws / "a").exists()

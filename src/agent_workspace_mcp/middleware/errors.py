@@ -192,6 +192,18 @@ class ErrorShapingMiddleware(Middleware):
                 if isinstance(cause, OSError):
                     log.warning("tool %s: %r", name, cause)
                 raise ToolError(expected) from None
+            if isinstance(cause, NotFoundError):
+                # --tool-search's `call_tool` asked for a tool that is unknown or hidden
+                # (--read-only): the same sentence as calling that name directly.
+                inner = (context.message.arguments or {}).get("name")
+                available = []
+                if context.fastmcp_context is not None:
+                    available = [t.name for t in await context.fastmcp_context.fastmcp.list_tools()]
+                raise ToolError(
+                    unknown_tool(
+                        inner if isinstance(inner, str) else name, available, self.remote_exec_off
+                    )
+                ) from None
             if cause is None:
                 message = one_line(str(exc))
                 if message == str(exc):
