@@ -25,6 +25,7 @@ from .core.locks import PathLocks
 from .core.memory import Memory
 from .core.search.engine import SearchEngine
 from .core.skills import SkillStore
+from .core.sweep import start_sweep
 from .instructions import instructions
 from .middleware.arguments import ArgumentRepairMiddleware
 from .middleware.audit import AuditMiddleware
@@ -170,6 +171,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     # jobs that are meant to outlive a client. The transports run it when the server
     # really stops; `atexit` covers library use (no orphan jobs at interpreter exit).
     atexit.register(services.shutdown.run)
+    start_sweep(list(registry))  # temp files an interrupted write left (core.sweep)
 
     @asynccontextmanager
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:

@@ -218,6 +218,12 @@ JOURNAL_FIELD_CHARS = 300  # `detail` and `result` are truncated to this
 # well inside clients' ~60 s request limit.
 STATE_LOCK_WAIT_SECONDS = 10.0
 STATE_LOCK_POLL_SECONDS = 0.005  # first retry of a busy lock; doubles up to 0.1 s
+# ours (issue 28): start-up removal of temp files an interrupted write left (core.sweep).
+# A temp file younger than this may be another live server's write in flight (a 16 MiB
+# write with fsync takes well under a second here).
+TMP_STALE_SECONDS = 10.0
+TMP_SWEEP_DELAY_SECONDS = 1.0  # after start-up, so the walk never slows `initialize`
+TMP_SWEEP_MAX_ENTRIES = 200_000  # entries walked per workspace (Django's tree is 10,165)
 WORK_LOG_DEFAULT = 50
 WORK_LOG_MAX = 500
 RECALL_DEFAULT = 20

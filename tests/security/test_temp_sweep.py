@@ -1,0 +1,92 @@
+"""Issue 28 item 14: temp files an interrupted write left are removed at the next start:
+only ours (pattern, regular, one link, our uid, stale), never in .git."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from agent_workspace_mcp import Settings
+from agent_workspace_mcp.configuration import preflight
+from agent_workspace_mcp.core.sweep import sweep_temp_files
+from tests.conftest import open_client
+from tests.helpers import ok
+
+OLD = time.time() - 3600
+
+
+def plant(path: Path, data: bytes = b"half a write") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    os.utime(path, (OLD, OLD))
+    return path
+
+
+def test_only_our_stale_temp_files_are_removed(ws: Path, outside: Path) -> None:
+    stale = [
+        plant(ws / ".a.txt.0123abcd.awm-tmp"),
+        plant(ws / "deep" / "er" / ".b.py.deadbeef.awm-tmp"),
+        plant(ws / ".workspace-mcp" / "checkpoints" / ".x.0123abcd.awm-tmp"),  # ours too
+    ]
+    kept = [
+        plant(ws / ".a.txt.awm-tmp"),  # not our pattern
+        plant(ws / "a.txt.0123abcd.awm-tmp"),  # no leading dot
+        plant(ws / ".git" / ".config.0123abcd.awm-tmp"),  # never inside .git
+        ws / ".fresh.0123abcd.awm-tmp",  # may be another server's write in flight
+    ]
+    kept[-1].write_bytes(b"in flight")
+    linked = plant(ws / ".hard.0123abcd.awm-tmp")
+    os.link(linked, outside / "other-name")  # a hard link: its other name is someone's file
+    kept.append(linked)
+    (ws / ".link.0123abcd.awm-tmp").symlink_to(outside / "secret.txt")
+    ws_obj = preflight(Settings(root=str(ws))).primary
+    assert sweep_temp_files(ws_obj) == 3
+    assert not any(p.exists() for p in stale)
+    assert all(p.exists() for p in kept)
+    assert (ws / ".link.0123abcd.awm-tmp").is_symlink()
+    assert (outside / "secret.txt").read_text() == "top secret\n"
+
+
+def test_a_killed_write_leaves_nothing_after_the_next_start(ws: Path) -> None:
+    """A real server SIGKILLed while writing a large file over and over, then started again."""
+    script = (
+        "import asyncio, sys\n"
+        "from fastmcp import Client\n"
+        "from agent_workspace_mcp import Settings, create_server\n"
+        "async def main():\n"
+        f"    async with Client(create_server(Settings(root={str(ws)!r}, audit=False))) as c:\n"
+        "        print('ready', flush=True)\n"
+        "        while True:\n"
+        "            await c.call_tool('write_file', {'path': 'big.txt', 'content': 'x' * 8_000_000})\n"
+        "asyncio.run(main())\n"
+    )
+    left: list[Path] = []
+    for _ in range(20):  # until a kill lands between the temp file and its rename
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        left = [*ws.glob(".big.txt.*.awm-tmp"), *ws.glob(".workspace-mcp/**/.*.awm-tmp")]
+        if left:
+            break
+    assert left, "no kill landed mid-write in 20 tries"
+    for path in left:
+        os.utime(path, (OLD, OLD))  # as after a restart past TMP_STALE_SECONDS
+    ws_obj = preflight(Settings(root=str(ws))).primary
+    assert sweep_temp_files(ws_obj) == len(left)
+    assert not list(ws.glob("**/.*.awm-tmp"))
+
+
+async def test_the_server_sweeps_at_start(ws: Path) -> None:
+    stale = plant(ws / ".c.txt.0123abcd.awm-tmp")
+    async with open_client(Settings(root=str(ws))) as client:
+        await ok(client, "workspace_list")
+        deadline = time.monotonic() + 10
+        while stale.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert not stale.exists()
