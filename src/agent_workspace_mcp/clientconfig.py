@@ -30,13 +30,21 @@ def server_command() -> list[str]:
     return [sys.executable, "-m", "agent_workspace_mcp"]
 
 
+PATH_METAVARS = ("FILE", "DIR")  # options whose value is a path: absolute in a config
+
+
+def _absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
 def server_args(settings: Settings) -> list[str]:
-    """Flags that reproduce `settings` (directories absolute), from the declaration."""
+    """Flags that reproduce `settings` (every path absolute: the client starts the server
+    in a directory of its own), from the declaration."""
     args: list[str] = []
     if settings.root is not None:
-        args += ["--root", os.path.abspath(os.path.expanduser(settings.root))]
+        args += ["--root", _absolute(settings.root)]
     for name, path in settings.workspaces:
-        args += ["--workspace", f"{name}={os.path.abspath(os.path.expanduser(path))}"]
+        args += ["--workspace", f"{name}={_absolute(path)}"]
     for name, (opt, info) in options().items():
         value = getattr(settings, name)
         if name in ("root", "workspaces") or value == info.default or opt.secret:
@@ -51,9 +59,34 @@ def server_args(settings: Settings) -> list[str]:
         elif isinstance(value, tuple):
             for item in value:
                 args += [opt.flag, "=".join(item) if isinstance(item, tuple) else item]
+        elif opt.metavar in PATH_METAVARS:
+            args += [opt.flag, _absolute(str(value))]
         else:
             args += [opt.flag, str(value)]
     return args
+
+
+def unwritable(args: list[str]) -> str | None:
+    """Why these arguments cannot go into a client's config file, or None.
+
+    A name that is not UTF-8 reaches Python as lone surrogates; JSON would carry them as
+    `\\udcXX`, which the client then decodes to other bytes, and TOML cannot hold them."""
+    for arg in args:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            return (
+                f"{shown} is not valid UTF-8, so no client config file can name it; rename "
+                "it, or point a symlink with a UTF-8 name at it"
+            )
+    return None
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, except that TOML also forbids a
+    raw DEL (U+007F)."""
+    return json.dumps(text).replace("\x7f", "\\u007f")
 
 
 def snippet(client: str, command: list[str], args: list[str]) -> str:
@@ -68,8 +101,8 @@ def snippet(client: str, command: list[str], args: list[str]) -> str:
         config = {"$schema": "https://opencode.ai/config.json", "mcp": {"workspace": entry}}
         return json.dumps(config, indent=2)
     if client == "codex":
-        rest = ", ".join(json.dumps(a) for a in [*command[1:], *args])
-        return f"[mcp_servers.workspace]\ncommand = {json.dumps(command[0])}\nargs = [{rest}]"
+        rest = ", ".join(toml_string(a) for a in [*command[1:], *args])
+        return f"[mcp_servers.workspace]\ncommand = {toml_string(command[0])}\nargs = [{rest}]"
     return shlex.join(["claude", "mcp", "add", "workspace", "--", *command, *args])
 
 
@@ -90,5 +123,10 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         say(f"error: {exc}")
         return 2
-    sys.stdout.write(snippet(argv[0], server_command(), server_args(settings)) + "\n")
+    command, args = server_command(), server_args(settings)
+    problem = unwritable([*command, *args])
+    if problem:
+        say(f"error: {problem}")
+        return 2
+    sys.stdout.write(snippet(argv[0], command, args) + "\n")
     return 0

@@ -13,8 +13,15 @@ from typing import TextIO
 from .clientconfig import server_args, server_command
 from .configuration import PROG, preflight, settings_from_sources
 from .console import say
+from .core.echo import terminal_safe
 from .core.errors import ConfigError
 from .core.limits import CHECK_LOG_LINES
+
+
+def out(text: str) -> None:
+    """Everything check prints: file names and server lines may hold ESC, BEL or OSC
+    sequences a terminal would run."""
+    sys.stdout.write(terminal_safe(text))
 
 
 def main(argv: list[str]) -> int:
@@ -43,10 +50,10 @@ async def _check(command: list[str], args: list[str]) -> int:
     if code == 0:
         ready = next((line for line in said if line.startswith(f"{PROG}: v")), None)
         if ready:
-            sys.stdout.write(f"    {ready}\n")
+            out(f"    {ready}\n")
     else:
         for line in said[-CHECK_LOG_LINES:]:
-            sys.stdout.write(f"    server: {line}\n")
+            out(f"    server: {line}\n")
     return code
 
 
@@ -55,7 +62,7 @@ async def _steps(command: list[str], args: list[str], server_log: TextIO) -> int
     from fastmcp.client.transports import StdioTransport
 
     def line(step: str, started: float, detail: str) -> None:
-        sys.stdout.write(f"ok  {step}: {detail} ({(time.monotonic() - started) * 1000:.0f} ms)\n")
+        out(f"ok  {step}: {detail} ({(time.monotonic() - started) * 1000:.0f} ms)\n")
 
     step = "start and initialize"
     started = time.monotonic()
@@ -74,14 +81,12 @@ async def _steps(command: list[str], args: list[str], server_log: TextIO) -> int
             line(step, started, f"{len(entries)} entries")
             target = next((e for e in entries if not e.endswith("/")), None)
             if target is None:
-                sys.stdout.write("ok  read_file: nothing to read (no files in the workspace)\n")
+                out("ok  read_file: nothing to read (no files in the workspace)\n")
                 return 0
             step, started = f"read_file {target}", time.monotonic()
             await client.call_tool("read_file", {"path": target})
             line(step, started, "read")
     except Exception as exc:
-        sys.stdout.write(
-            f"FAIL {step}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}\n"
-        )
+        out(f"FAIL {step}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}\n")
         return 1
     return 0

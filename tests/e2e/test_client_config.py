@@ -4,6 +4,7 @@ a command that really starts the server (issue 14)."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -91,3 +92,39 @@ def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
     assert failed_lines[fail].startswith("FAIL list_files: unknown tool 'list_files'")
     # What the server said comes after, where the reason usually is.
     assert failed_lines[fail + 1].startswith("    server: agent-workspace-mcp: v")
+
+
+def run_config(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, "config", *args], cwd=cwd, capture_output=True, timeout=60)
+
+
+def test_config_paths_are_absolute_quoted_or_refused(tmp_path: Path) -> None:
+    """Issue 28 item 16: a non-UTF-8 root printed TOML Codex could not parse; a relative
+    --audit-log stayed relative (the client starts the server elsewhere)."""
+    odd = tmp_path / 'we"ird\\ \x7f\tname'
+    odd.mkdir()
+    out = run_config("codex", str(odd), "--audit-log", "audit.log", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    argv = command_of("codex", out.stdout.decode("utf-8"))
+    assert argv[-4:] == ["--root", str(odd), "--audit-log", str(tmp_path / "audit.log")]
+    for client in ("cursor", "claude-code", "opencode"):
+        listed = run_config(client, str(odd), "--audit-log", "audit.log", cwd=tmp_path)
+        assert command_of(client, listed.stdout.decode("utf-8"))[-4:] == argv[-4:]
+    raw = os.fsencode(tmp_path) + b"/caf\xe9"
+    os.mkdir(raw)
+    for client in ("codex", "cursor"):
+        refused = subprocess.run([*CLI, "config", client, raw], capture_output=True, timeout=60)
+        assert refused.returncode == 2 and refused.stdout == b""
+        message = refused.stderr.decode()
+        assert "not valid UTF-8" in message and message.count("\n") == 1, message
+
+
+def test_check_escapes_what_it_prints(tmp_path: Path) -> None:
+    """A file name holding OSC 52 (set the clipboard) and BEL must not reach the terminal."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "\x1b]52;c;cHduZWQ=\x07.txt").write_text("x\n")
+    out = subprocess.run([*CLI, "check", str(tmp_path / "proj")], capture_output=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert b"\x1b" not in out.stdout and b"\x07" not in out.stdout
+    assert b"\\x1b]52;c;cHduZWQ=\\x07.txt" in out.stdout

@@ -33,6 +33,24 @@ def _escaped(match: re.Match[str]) -> str:
     return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
+def terminal_safe(text: str) -> str:
+    """`text` for a terminal: control characters (ESC, BEL, C1, DEL: a terminal runs
+    escape sequences, OSC 52 sets the clipboard) and lone surrogates escaped; tabs and
+    newlines kept."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in "\t\n" else _char_escape(c) for c in text)
+
+
+def _char_escape(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a non-UTF-8 byte of a file name (surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x100 and not (0x20 <= code < 0x7F or code >= 0xA0):
+        return f"\\x{code:02x}"
+    return char if char.isprintable() else f"\\u{code:04x}"
+
+
 def echo(value: object, limit: int = ECHO_CHARS) -> str:
     """`value` as one short line: non-printable characters escaped, anything past
     `limit` characters replaced by its length."""
