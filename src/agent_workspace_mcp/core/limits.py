@@ -195,6 +195,17 @@ DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's res
 
 # --- code navigation (issue 16) ---------------------------------------------------------
 OUTLINE_SIGNATURE_CHARS = 200  # ours: one outline line's signature; the rest is read_symbol
+# ours (issue 28): bytes of source a signature is cut from (its whitespace is collapsed
+# first, so a few times OUTLINE_SIGNATURE_CHARS)
+OUTLINE_SIGNATURE_SCAN_BYTES = 4 * OUTLINE_SIGNATURE_CHARS
+# ours (issue 28): tree-sitter finds a node's parent and siblings by walking down from the
+# root, so work per definition grows with nesting; past these a file's outline (or its
+# references) and a whole navigation call stop and say so, well inside clients' ~60 s.
+CODE_FILE_SECONDS = 5.0
+CODE_CALL_SECONDS = 20.0
+# ours (issue 28): outline shows nesting up to this depth by indentation; deeper lines are
+# indented no further (a 24,000-level file would spend the answer on spaces)
+OUTLINE_INDENT_MAX_DEPTH = 32
 # ours: files whose definitions are kept, keyed by content digest (a few KiB each)
 OUTLINE_CACHE_FILES = 256
 SYMBOL_MATCHES_LISTED = 50  # ours: definitions one find_symbol/read_symbol answer lists

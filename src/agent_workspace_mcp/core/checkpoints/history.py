@@ -207,6 +207,7 @@ class History:
         """
         plan = Plan(chosen)
         ids = {e.id for e in chosen}
+        position = {id(e): i for i, e in enumerate(self.entries)}  # not list.index: O(n²)
         first_seen: dict[str, int] = {}  # path -> index of the first chosen entry
         for entry in chosen:
             if entry.paths is None:
@@ -227,7 +228,7 @@ class History:
                     continue
                 if rel not in plan.targets:
                     plan.targets[rel] = before
-                    first_seen[rel] = self.entries.index(entry)
+                    first_seen[rel] = position[id(entry)]
                     if not restorable(before):
                         plan.lost.append(rel)
         # What the recorded calls left at each path: the latest entry touching it.

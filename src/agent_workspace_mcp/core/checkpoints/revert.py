@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ..containment import display_path
 from ..echo import listing
 from ..errors import WorkspaceError
-from ..limits import CHECKPOINT_FILE_MAX_BYTES, MIB
+from ..limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_MAX_PATHS, MIB
 from ..workspaces import Workspace
 from .history import Entry, Plan
 from .recorder import Recorder
@@ -60,6 +60,13 @@ def carry_out(
     check_outside: bool = True,
 ) -> Result:
     result = Result(plan.entries, commands=[e for e in plan.entries if e.cmd])
+    if len(plan.targets) > CHECKPOINT_MAX_PATHS:
+        # This undo's own checkpoint could not record them all (no way back), and
+        # checking each costs a walk: refused before touching any (issue 28).
+        raise UndoRefused(
+            f"undo refused: it would restore {len(plan.targets):,} paths, more than one "
+            f"checkpoint records ({CHECKPOINT_MAX_PATHS:,}); undo a shorter range"
+        )
     if plan.blocked and not force:
         raise UndoRefused(f"undo refused: {plan.blocked[0]}")
     targets = dict(plan.targets)

@@ -9,9 +9,11 @@ from __future__ import annotations
 import difflib
 import posixpath
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .. import limits
 from ..containment import locate
 from ..echo import echo
 from ..errors import BinaryFileError, InvalidArgumentError, NotFoundError
@@ -77,17 +79,33 @@ def outline_lines(source: Source, depth: int | None) -> list[str]:
     ]  # fmt: skip
 
 
+def _stopped(source: Source) -> str:
+    """The note for an outline cut by the time bound ('' when complete)."""
+    found = definitions(source.language, source.data)
+    if not found.partial:
+        return ""
+    last = found[-1].start if found else 1
+    return (
+        f"... (outline of {source.display} stopped after {len(found)} definitions, at line "
+        f"{last}: it nests too deeply to outline in {limits.CODE_FILE_SECONDS:g} s; "
+        "read_file from there)"
+    )
+
+
 def outline_file(source: Source, depth: int | None, budget: int = ANSWER_BYTES) -> str:
     lines = outline_lines(source, depth)
+    stopped = _stopped(source)
     if not lines:
-        return f"(no definitions in {source.display})"
-    kept = _within(lines, budget)
+        return stopped or f"(no definitions in {source.display})"
+    kept = _within(lines, budget - len(stopped))
     if len(kept) < len(lines):
         last = kept[-1].strip().split("-", 1)[0] if kept else "1"
         kept.append(
             f"... (outline truncated: {len(lines) - len(kept)} more definitions after line "
             f"{last}; pass depth=1, or read_file from there)"
         )
+    if stopped:
+        kept.append(stopped)
     return "\n".join(kept)
 
 
@@ -97,12 +115,20 @@ def outline_tree(engine: SearchEngine, ws: Workspace, path: str, depth: int | No
         return f"(no {supported()} source files under {path or '.'})"
     out: list[str] = []
     used = 0
+    deadline = time.monotonic() + limits.CODE_CALL_SECONDS
     for index, source in enumerate(readable(ws, files)):
+        if time.monotonic() > deadline:
+            out.append(
+                f"... (outline stopped after {index} of {len(files)} files: over "
+                f"{limits.CODE_CALL_SECONDS:g} s; outline a subdirectory)"
+            )
+            return "\n".join(out)
         rel = source.rel
         lines = outline_lines(source, depth)
         if not lines:
             continue
-        block = [f"==> {shown(rel)} <==", *lines]
+        stopped = _stopped(source)
+        block = [f"==> {shown(rel)} <==", *lines, *([stopped] if stopped else [])]
         size = sum(len(line.encode()) + 1 for line in block)
         if out and used + size > ANSWER_BYTES:
             out.append(
@@ -160,7 +186,10 @@ def find_symbol(
     stopped at its cap, so some files were not looked at."""
     rels, cut = files_with(engine, ws, rf"\b{word_of(name)}\b", None)
     found: list[Found] = []
+    deadline = time.monotonic() + limits.CODE_CALL_SECONDS
     for source in readable(ws, rels):
+        if time.monotonic() > deadline:
+            return found, True  # said as "some files were not looked at"
         found.extend(
             Found(source, d) for d in find_definitions(source, name) if kind in (None, d.kind)
         )
@@ -200,8 +229,11 @@ class Reference:
     enclosing: str | None  # the innermost definition's dotted name
 
 
-def references_in(source: Source, word: str) -> list[Reference]:
-    """Where the identifier `word` occurs in a file, outside comments and strings."""
+def references_in(
+    source: Source, word: str, deadline: float | None = None
+) -> tuple[list[Reference], bool]:
+    """Where the identifier `word` occurs in a file, outside comments and strings, and
+    whether the search stopped at `deadline` (or CODE_FILE_SECONDS) before the end."""
     import re
 
     from .languages import parse
@@ -212,7 +244,18 @@ def references_in(source: Source, word: str) -> list[Reference]:
     pattern = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(word.encode()) + rb"(?![A-Za-z0-9_$])")
     found: list[Reference] = []
     seen_rows: set[int] = set()
-    for match in pattern.finditer(source.data):
+    # Matches come in source order, definitions too (parents first): the definitions open
+    # at a row are a stack, so the innermost is its top (issue 28: scanning every
+    # definition per match took 31 s for 30,000 of them).
+    pending = iter(sorted(defs, key=lambda d: (d.start, -d.end)))
+    upcoming = next(pending, None)
+    open_: list[Definition] = []
+    until = time.monotonic() + limits.CODE_FILE_SECONDS
+    if deadline is not None:
+        until = min(until, deadline)
+    for count, match in enumerate(pattern.finditer(source.data)):
+        if count % 64 == 63 and time.monotonic() > until:
+            return found, True
         node = tree.root_node.descendant_for_byte_range(match.start(), match.end())
         if node is None or node.type not in _IDENTIFIERS or node.text != word.encode():
             continue
@@ -220,11 +263,26 @@ def references_in(source: Source, word: str) -> list[Reference]:
         if row in seen_rows:
             continue
         seen_rows.add(row)
-        inside = [d for d in defs if d.start <= row + 1 <= d.end]
-        enclosing = max(inside, key=lambda d: d.depth).qualified if inside else None
+        line = row + 1
+        while upcoming is not None and upcoming.start <= line:
+            while open_ and open_[-1].end < upcoming.start:
+                open_.pop()
+            open_.append(upcoming)
+            upcoming = next(pending, None)
+        while open_ and open_[-1].end < line:
+            open_.pop()
+        enclosing = _innermost(open_, line)
         text = lines[row].decode("utf-8", "replace").strip()
-        found.append(Reference(row + 1, text, enclosing))
-    return found
+        found.append(Reference(line, text, enclosing))
+    return found, False
+
+
+def _innermost(open_: list[Definition], line: int) -> str | None:
+    """The deepest open definition holding `line` (siblings on one line share the stack)."""
+    for definition in reversed(open_):
+        if definition.start <= line <= definition.end:
+            return definition.qualified
+    return None
 
 
 def find_references(
@@ -234,8 +292,12 @@ def find_references(
     word = word_of(name)
     rels, cut = files_with(engine, ws, rf"\b{word}\b", path)
     grouped = []
+    deadline = time.monotonic() + limits.CODE_CALL_SECONDS
     for source in readable(ws, rels):
-        refs = references_in(source, word)
+        if time.monotonic() > deadline:
+            return grouped, True
+        refs, partial = references_in(source, word, deadline)
+        cut = cut or partial
         if refs:
             grouped.append((source.rel, refs))
     return grouped, cut

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..limits import OUTLINE_CACHE_FILES, OUTLINE_SIGNATURE_CHARS
+from .. import limits
+from ..limits import (
+    OUTLINE_CACHE_FILES,
+    OUTLINE_INDENT_MAX_DEPTH,
+    OUTLINE_SIGNATURE_CHARS,
+    OUTLINE_SIGNATURE_SCAN_BYTES,
+)
 from .languages import parse
 
 _C = {
@@ -95,14 +102,21 @@ class Definition:
         words = self.signature.split("(", 1)[0].split()
         said = words and (words[0] in _KEYWORDS or self.kind in words)
         shown = self.signature if said else f"{self.kind} {self.signature}"
-        return f"{'  ' * self.depth}{self.start}-{self.end}  {shown}"
+        indent = "  " * min(self.depth, OUTLINE_INDENT_MAX_DEPTH)
+        return f"{indent}{self.start}-{self.end}  {shown}"
 
 
-_cache: OrderedDict[tuple[str, bytes], list[Definition]] = OrderedDict()
+class Outline(list):
+    """A file's definitions; `partial` when the walk stopped at CODE_FILE_SECONDS."""
+
+    partial: bool = False
+
+
+_cache: OrderedDict[tuple[str, bytes], Outline] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def definitions(language: str, source: bytes) -> list[Definition]:
+def definitions(language: str, source: bytes) -> Outline:
     """Every definition in `source`, in source order (parents before children).
 
     Cached by content (an agent outlines a file, then reads a symbol from it, then
@@ -122,7 +136,7 @@ def definitions(language: str, source: bytes) -> list[Definition]:
     return found
 
 
-def _definitions(language: str, source: bytes) -> list[Definition]:
+def _definitions(language: str, source: bytes) -> Outline:
     """Every definition in `source`, uncached.
 
     A tree-sitter query finds the candidate nodes (in C: a Python walk over every node
@@ -134,16 +148,25 @@ def _definitions(language: str, source: bytes) -> list[Definition]:
     candidates = sorted(
         _candidates(language, tree.root_node), key=lambda n: (n.start_byte, -n.end_byte)
     )
-    made: dict[int, Definition] = {}  # node id -> its definition
-    found: list[Definition] = []
-    for node in candidates:
-        parent = _enclosing(node, made)
+    # Syntax nodes nest, so in (start, -end) order the definitions enclosing a candidate
+    # are those still open on a stack: walking each candidate's parent chain instead was
+    # quadratic in the nesting depth (a 24,000-level file took 87 s; issue 28).
+    open_: list[tuple[int, Definition]] = []  # (end byte, definition), outermost first
+    found = Outline()
+    deadline = time.monotonic() + limits.CODE_FILE_SECONDS
+    for count, node in enumerate(candidates):
+        if count % 64 == 63 and time.monotonic() > deadline:
+            found.partial = True
+            break
+        while open_ and open_[-1][0] <= node.start_byte:
+            open_.pop()
+        parent = open_[-1][1] if open_ else None
         depth, qualifier, enclosing = 0, "", None
         if parent is not None:
             depth, qualifier, enclosing = parent.depth + 1, parent.qualified + ".", parent.kind
         definition = _definition(node, kinds, language, source, depth, qualifier, enclosing)
         if definition is not None:
-            made[node.id] = definition
+            open_.append((node.end_byte, definition))
             found.append(definition)
     return found
 
@@ -164,16 +187,6 @@ def _candidates(language: str, root) -> list[Any]:
         text = " ".join(f"({t}) @d" for t in sorted(types))
         query = _QUERIES[language] = tree_sitter.Query(grammar(language), text)
     return tree_sitter.QueryCursor(query).captures(root).get("d", [])
-
-
-def _enclosing(node, made: dict[int, Definition]) -> Definition | None:
-    current = node.parent
-    while current is not None:
-        found = made.get(current.id)
-        if found is not None:
-            return found
-        current = current.parent
-    return None
 
 
 def _definition(node, kinds, language, source, depth, qualifier, enclosing) -> Definition | None:
@@ -259,15 +272,19 @@ def _signature(node, source: bytes, declarator) -> str:
     start = node.start_byte
     if node.type == "type_spec" and node.parent is not None:
         start = node.parent.start_byte  # `type S struct`, not `S struct`
+    # Never more than a bounded slice: on a one-line file a body-less node's text is the
+    # rest of the file, once per definition.
+    limit = start + OUTLINE_SIGNATURE_SCAN_BYTES
     if body is not None and body.start_byte > start:
-        end = body.start_byte
+        end = min(body.start_byte, limit)
         for child in holder.children:  # a comment before the body is not the signature
             if "comment" in child.type and start < child.start_byte < end:
                 end = child.start_byte
                 break
         text = source[start:end].decode("utf-8", "replace")
     else:
-        text = source[start : node.end_byte].decode("utf-8", "replace").split("\n", 1)[0]
+        text = source[start : min(node.end_byte, limit)].decode("utf-8", "replace")
+        text = text.split("\n", 1)[0]
     text = " ".join(text.split()).rstrip(" {:")
     if len(text) > OUTLINE_SIGNATURE_CHARS:
         text = text[: OUTLINE_SIGNATURE_CHARS - 1] + "…"
