@@ -34,6 +34,8 @@ def call(request_id: int, tool: str, **arguments) -> bytes:
 
 DEEP = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file",' \
     b'"arguments":{"path":' + b"[" * 250 + b"]" * 250 + b"}}}"  # fmt: skip
+DEEPER = b'{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"read_file",' \
+    b'"arguments":{"path":' + b"[" * 200_000 + b"]" * 200_000 + b"}}}"  # fmt: skip
 # (frame, expected code, expected id): the SDK used to drop every one of these silently.
 BAD_FRAMES = [
     (b"hello world", PARSE, None),
@@ -51,11 +53,22 @@ BAD_FRAMES = [
     (b'{"jsonrpc":"2.0","id":14,"method":"' + b"m" * 1_000_000 + b'"}', INVALID, 14),
     (b'{"jsonrpc":"2.0","id":"' + b"i" * 1_000_000 + b'","method":"ping"}', INVALID, None),
     (b'{"jsonrpc":"2.0","id":15,"result":{}, "method": "ping", "error": {}}', INVALID, 15),
+    # Issue 28: past every parser's nesting limit, the id is read from the head or the tail.
+    (DEEPER, PARSE, 16),
+    (
+        b'{"jsonrpc":"2.0","method":"ping","params":{"x":'
+        + b"[" * 200_000
+        + b"]" * 200_000
+        + b'},"id":"tail-17"}',
+        PARSE,
+        "tail-17",
+    ),
+    (b'{"jsonrpc":"2.0","id":18,"method":"ping","params":{"x":"\xff"}}', PARSE, 18),
 ]
 FRAME_IDS = [
     "garbage", "empty-object", "empty-array", "batch", "not-utf8", "object-id", "bool-id",
     "no-jsonrpc", "params-list", "method-number", "lone-surrogate", "deep", "huge-method",
-    "huge-id", "not-a-message",
+    "huge-id", "not-a-message", "deeper-id-first", "deeper-id-last", "not-utf8-with-id",
 ]  # fmt: skip
 
 
@@ -158,8 +171,11 @@ def test_an_over_long_line_is_skipped_in_bounded_memory(stdio: Stdio) -> None:
     stdio.send(b'{"jsonrpc":"2.0","id":21,"method":"ping","params":{"x":"' + b"a" * size + b'"}}')
     replies = stdio.replies_before_ping()
     assert len(replies) == 1, replies
-    check_reply(replies[0], INVALID, None)
+    check_reply(replies[0], INVALID, 21)  # issue 28: the id is read from the frame's head
     assert "larger than" in replies[0]["error"]["message"]
+    stdio.send(b'{"jsonrpc":"2.0","method":"ping","params":{"x":"' + b"a" * size + b'"},"id":22}')
+    (last,) = stdio.replies_before_ping()
+    check_reply(last, INVALID, 22)  # ... or from its tail
     after = stdio.peak_rss_kib()
     if before is not None and after is not None:
         # The old reader held the whole line, then a decoded copy: several times `size`.
@@ -223,7 +239,7 @@ def test_an_over_large_body_gets_413_with_a_json_rpc_error(http) -> None:
     body += b"a" * HTTP_FRAME_MAX_BYTES + b'"}}'
     answer = httpx2.post(server.url, content=body, headers=session)
     assert answer.status_code == 413
-    check_reply(answer.json(), INVALID, None)
+    check_reply(answer.json(), INVALID, 1)
     still_answers(server, session)
 
 

@@ -11,6 +11,7 @@ transport caps the frame's size before we see it, and the parsers cap nesting.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +37,64 @@ class BadFrame:
         return json.dumps(body, separators=(",", ":")).encode()
 
 
-def too_large(limit: int) -> BadFrame:
-    return BadFrame(INVALID_REQUEST, f"invalid request: the frame is larger than {limit:,} bytes")
+def too_large(limit: int, head: bytes = b"", tail: bytes = b"") -> BadFrame:
+    return BadFrame(
+        INVALID_REQUEST,
+        f"invalid request: the frame is larger than {limit:,} bytes",
+        frame_id(head, tail),
+    )
+
+
+# A frame's `id` where no parser can read the frame (too large, nested too deep, not
+# UTF-8): clients put it near the start (`{"jsonrpc":"2.0","id":7,...`) or last, and a
+# reply carrying it ends the client's wait at once instead of at its own timeout.
+FRAME_ID_SCAN_BYTES = 64 * 1024
+_ID_VALUE = re.compile(rb'\s*:\s*("(?:[^"\\]|\\.){0,%d}"|-?[0-9]{1,19})' % FRAME_ID_MAX_CHARS)
+_TAIL_ID = re.compile(
+    rb'[,{]\s*"id"\s*:\s*("(?:[^"\\]|\\.){0,%d}"|-?[0-9]{1,19})\s*\}\s*\Z' % FRAME_ID_MAX_CHARS
+)
+
+
+def frame_id(head: bytes, tail: bytes = b"") -> str | int | None:
+    """The top-level `id` of a frame seen only in part: read from its head, where a
+    scanner tracks nesting so an `id` inside params never counts, or else from its last
+    member (`..., "id": 7}` at the very end)."""
+    found = _head_id(head[:FRAME_ID_SCAN_BYTES])
+    if found is None and tail:
+        match = _TAIL_ID.search(tail[-FRAME_ID_SCAN_BYTES:])
+        found = _id_token(match.group(1)) if match else None
+    return found
+
+
+def _head_id(head: bytes) -> str | int | None:
+    depth, i, n = 0, 0, len(head)
+    while i < n:
+        byte = head[i]
+        if byte == 0x22:  # a string: skip it whole, escapes included
+            j = i + 1
+            while j < n and head[j] != 0x22:
+                j += 2 if head[j] == 0x5C else 1
+            if j >= n:
+                return None
+            if depth == 1 and head[i + 1 : j] == b"id":
+                match = _ID_VALUE.match(head, j + 1)
+                if match:
+                    return _id_token(match.group(1))
+            i = j + 1
+            continue
+        if byte in b"{[":
+            depth += 1
+        elif byte in b"}]":
+            depth -= 1
+        i += 1
+    return None
+
+
+def _id_token(token: bytes) -> str | int | None:
+    try:
+        return _readable_id({"id": json.loads(token)})
+    except ValueError:
+        return None
 
 
 def check_frame(raw: bytes) -> BadFrame | Any:
@@ -64,18 +121,23 @@ def _unparsable(raw: bytes, exc: ValueError) -> BadFrame:
         raw.decode("utf-8")
     except UnicodeDecodeError as bad:
         where = f"byte 0x{raw[bad.start]:02x} at offset {bad.start}"
-        return BadFrame(PARSE_ERROR, f"parse error: the frame is not UTF-8 ({where})")
-    # pydantic's parser refuses what Python's accepts (lone surrogates, deep nesting);
-    # reading the id with the lenient parser lets the client match the reply.
-    try:
-        lenient = json.loads(raw)
-    except (ValueError, RecursionError):
-        return BadFrame(PARSE_ERROR, f"parse error: {echo(str(exc))}")
+        return BadFrame(
+            PARSE_ERROR, f"parse error: the frame is not UTF-8 ({where})", frame_id(raw, raw)
+        )
     if "recursion limit" in str(exc):
         why = "the frame nests deeper than the server reads"
-    else:
+    elif "surrogate" in str(exc):
         why = "a string holds a lone UTF-16 surrogate escape (like \\ud800 without its pair)"
-    return BadFrame(PARSE_ERROR, f"parse error: {why}", _readable_id(lenient))
+    else:
+        why = echo(str(exc))
+    # pydantic's parser refuses what Python's accepts (lone surrogates, some nesting);
+    # reading the id with the lenient parser lets the client match the reply, and past
+    # its limits the id is read from the frame's head or tail.
+    try:
+        request_id = _readable_id(json.loads(raw))
+    except (ValueError, RecursionError):
+        request_id = frame_id(raw, raw)
+    return BadFrame(PARSE_ERROR, f"parse error: {why}", request_id)
 
 
 def _readable_id(value: Any) -> str | int | None:

@@ -36,7 +36,7 @@ from ..core.errors import WorkspaceError
 from ..core.limits import HTTP_FRAME_MAX_BYTES, HTTP_TRACKED_SESSIONS
 from ..core.workspaces import Subpath
 from ..services import Services
-from .frames import BadFrame, check_frame, too_large
+from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large
 
 log = logging.getLogger("agent_workspace_mcp")
 MCP_PATH = "/mcp"
@@ -201,7 +201,8 @@ class FrameGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > HTTP_FRAME_MAX_BYTES:
-                await _json_rpc_error(send, 413, too_large(HTTP_FRAME_MAX_BYTES))
+                head = b"".join(chunks)[:FRAME_ID_SCAN_BYTES] or chunk[:FRAME_ID_SCAN_BYTES]
+                await _json_rpc_error(send, 413, too_large(HTTP_FRAME_MAX_BYTES, head))
                 return
             chunks.append(chunk)
             if not message.get("more_body"):

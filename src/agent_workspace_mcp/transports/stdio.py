@@ -36,7 +36,7 @@ from pydantic_core import PydanticSerializationError
 from ..console import say
 from ..core.limits import SHUTDOWN_CLEANUP_SECONDS, STDIO_FRAME_MAX_BYTES
 from ..services import Services
-from .frames import BadFrame, check_frame, too_large
+from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large
 
 _DISCARD_CHUNK = 1 << 20  # an over-long line is skipped a MiB at a time
 
@@ -116,9 +116,11 @@ class _Frames:
             if not line:
                 return None
             if len(line) > STDIO_FRAME_MAX_BYTES and not line.endswith(b"\n"):
+                tail = b""  # the frame's last bytes, where its id may be
                 while (rest := self.reader.readline(_DISCARD_CHUNK)) and not rest.endswith(b"\n"):
-                    pass
-                return too_large(STDIO_FRAME_MAX_BYTES)
+                    tail = (tail + rest)[-FRAME_ID_SCAN_BYTES:]
+                tail = (tail + rest)[-FRAME_ID_SCAN_BYTES:]
+                return too_large(STDIO_FRAME_MAX_BYTES, line[:FRAME_ID_SCAN_BYTES], tail)
             if line.strip():  # blank lines are not frames
                 return check_frame(line)
 
