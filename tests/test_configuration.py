@@ -31,7 +31,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
          "WORKSPACE_MCP_PORT: input should be greater than or equal to 1"),
         ([], {"WORKSPACE_MCP_PROMOTE_AFTER_MS": "-5"},
          "WORKSPACE_MCP_PROMOTE_AFTER_MS: input should be greater than or equal to 1"),
-        ([], {"WORKSPACE_MCP_SANDBOX": "docker"}, "WORKSPACE_MCP_SANDBOX: 'docker' is not one of bwrap"),
+        ([], {"WORKSPACE_MCP_SANDBOX": "docker"}, "WORKSPACE_MCP_SANDBOX: 'docker' is not one of auto, bwrap, none"),
         ([], {"WORKSPACE_MCP_SHELL_MODE": "all"},
          "WORKSPACE_MCP_SHELL_MODE: 'all' is not one of allowlist, any"),
         ([], {"WORKSPACE_MCP_SHELL": "maybe"}, "WORKSPACE_MCP_SHELL: 'maybe' is not a boolean"),

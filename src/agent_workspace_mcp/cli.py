@@ -132,8 +132,10 @@ def contradictions(settings) -> list[str]:
     if asked_exec and settings.read_only:
         found.append("--read-only turns off the command tools that --shell/--tasks asked for")
     # (Command tools asked for over HTTP without --allow-remote-exec: server.build says so.)
-    if settings.sandbox and not (asked_exec or settings.unconfined):
+    if settings.sandbox == "bwrap" and not (asked_exec or settings.unconfined):
         found.append("--sandbox has no effect: no command tool is enabled")
+    if settings.sandbox_network and not (asked_exec or settings.unconfined):
+        found.append("--sandbox-network has no effect: no command tool is enabled")
     return found
 
 
@@ -156,8 +158,9 @@ def ready_line(settings, services, app) -> str:
         )
     else:
         commands = "commands off"
-    if settings.sandbox:
-        commands += f" (sandbox {settings.sandbox})"
+    if services.sandbox_said:
+        network = ", network on" if services.bwrap and settings.sandbox_network else ""
+        commands += f" ({services.sandbox_said}{network})"
     if settings.http:
         waits = f"serving http://{settings.host}:{settings.port}/mcp"
     else:

@@ -19,7 +19,7 @@ from . import prompts
 from .configuration import package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
-from .core.commands import check_bwrap
+from .core.commands import resolve_sandbox
 from .core.jobs import JobRegistry, default_job_dir
 from .core.locks import PathLocks
 from .core.memory import Memory
@@ -153,13 +153,17 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     auth = _auth(settings)
     job_dir = settings.job_dir or default_job_dir()
     shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
+    bwrap, sandbox_said = resolve_sandbox(
+        settings.sandbox, settings.commands_enabled, settings.unconfined
+    )
     services = Services(
         settings=settings,
         registry=registry,
         search=SearchEngine(settings.search_engine),
         jobs=JobRegistry(job_dir, shared=shared),
         locks=PathLocks(),
-        bwrap=check_bwrap() if settings.sandbox == "bwrap" else None,
+        bwrap=bwrap,
+        sandbox_said=sandbox_said,
         memory=Memory(settings.journal_max_bytes),
         skills=SkillStore(settings.skills_dir, builtin=settings.builtin_skills),
     )

@@ -34,7 +34,8 @@ class Services:
     locks: PathLocks = field(default_factory=PathLocks)
     search: SearchEngine = field(default_factory=SearchEngine)
     jobs: JobRegistry = field(default_factory=lambda: JobRegistry(default_job_dir()))
-    bwrap: str | None = None  # the checked bubblewrap binary when --sandbox bwrap
+    bwrap: str | None = None  # the checked bubblewrap binary when commands are sandboxed
+    sandbox_said: str = ""  # how commands run, for the start-up line ("" when none is served)
     metrics: Any = None  # middleware.metrics.Metrics when serving HTTP
     memory: Memory = field(default_factory=lambda: Memory(JOURNAL_MAX_BYTES_DEFAULT))
     changes: Changes = field(default_factory=Changes)

@@ -85,7 +85,7 @@ class Settings(BaseModel):
         ("WORKSPACE_MCP_READ_ONLY",),
     )] = False
     allow_git_writes: Annotated[bool, Opt(
-        "let file tools write under .git, and bind it writable under --sandbox bwrap "
+        "let file tools write under .git, and bind it writable in the command sandbox "
         "(refused by default: hooks and config there run as you)",
         WORKSPACES, "--allow-git-writes", ("WORKSPACE_MCP_ALLOW_GIT_WRITES",),
     )] = False
@@ -164,11 +164,16 @@ class Settings(BaseModel):
     tasks: Annotated[bool, Opt(
         "enable run_task only", EXECUTION, "--tasks", ("WORKSPACE_MCP_TASKS",),
     )] = False
-    sandbox: Annotated[Literal["bwrap"] | None, Opt(
-        "run every command under bubblewrap (workspace writable except .git, rest "
-        "read-only, no network)",
-        EXECUTION, "--sandbox", ("WORKSPACE_MCP_SANDBOX",), "bwrap",
-    )] = None
+    sandbox: Annotated[Literal["auto", "bwrap", "none"], Opt(
+        "how commands run: auto (under bubblewrap where it works: workspace writable "
+        "except .git, rest read-only, home directories hidden, no network), bwrap "
+        "(required: start-up fails without it) or none",
+        EXECUTION, "--sandbox", ("WORKSPACE_MCP_SANDBOX",), "MODE",
+    )] = "auto"
+    sandbox_network: Annotated[bool, Opt(
+        "let sandboxed commands use the network (npm install, pip install need it)",
+        EXECUTION, "--sandbox-network", ("WORKSPACE_MCP_SANDBOX_NETWORK",),
+    )] = False
     promote_after_ms: Annotated[int, Field(ge=1), Opt(
         "move a command still running after MS to a background job",
         EXECUTION, "--promote-after-ms", ("WORKSPACE_MCP_PROMOTE_AFTER_MS",), "MS",
@@ -289,6 +294,12 @@ class Settings(BaseModel):
         """Commands may run: always over stdio; over HTTP only with --allow-remote-exec
         (the coding-agent document). The one place this rule lives."""
         return not self.http or self.allow_remote_exec
+
+    @property
+    def commands_enabled(self) -> bool:
+        """Some command tool is served (run_command, bash, start_job or run_task)."""
+        asked = self.shell_mode is not None or self.tasks or self.unconfined
+        return asked and self.execution_allowed and not self.read_only
 
     def secret_values(self) -> tuple[str, ...]:
         """The server's own credentials: scrubbed by value from every child environment."""

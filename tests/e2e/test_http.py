@@ -504,7 +504,7 @@ async def test_stateless_mode_and_no_auth_warning(tmp_path: Path) -> None:
 async def test_sigterm_runs_cleanup_and_kills_jobs(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
-    server = start(root, "--no-auth", "--shell-any", "--allow-remote-exec")
+    server = start(root, "--no-auth", "--shell-any", "--allow-remote-exec", "--sandbox", "none")
     try:
         async with client(server, None) as c:
             await c.call_tool(

@@ -129,7 +129,7 @@ def call_tool_raw(proc: subprocess.Popen, request_id: int, name: str, arguments:
 
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGINT", "stdin"])
 def test_stopping_the_server_kills_running_jobs(ws: Path, how: str) -> None:
-    proc = start_server(ws, "--shell-any")
+    proc = start_server(ws, "--shell-any", "--sandbox", "none")  # host pids below
     proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
     result = call_tool_raw(
         proc,
@@ -153,6 +153,49 @@ def test_stopping_the_server_kills_running_jobs(ws: Path, how: str) -> None:
     while any(pid_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(pid_alive(pid) for pid in pids), "a job outlived the server"
+
+
+def test_stopping_the_server_kills_sandboxed_jobs(ws: Path) -> None:
+    """Jobs in the default sandbox have pids of their own namespace: found by a marker."""
+    from agent_workspace_mcp.core.commands import check_bwrap
+    from agent_workspace_mcp.core.errors import ConfigError
+
+    try:
+        check_bwrap()
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    proc = start_server(ws, "--shell-any")
+    proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    marker = f"{1000 + os.getpid() % 1000}.{time.time_ns() % 10**6}"
+    result = call_tool_raw(
+        proc, 2, "start_job", {"command": ["sh", "-c", f"sleep {marker} & wait"]}
+    )
+    assert result["content"][0]["text"].startswith("Started job job-")
+    deadline = time.monotonic() + 10
+    while not pids_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert pids_running(marker), "the sandboxed job did not start"
+    code, _, stderr, _ = stop_and_collect(proc, "stdin")
+    assert code == 0, stderr
+    deadline = time.monotonic() + 10
+    while pids_running(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pids_running(marker), "a sandboxed job outlived the server"
+
+
+def pids_running(marker: str) -> list[int]:
+    """Host pids whose command line holds `marker` (zombies excluded)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read() and pid_alive(int(entry)):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
 
 
 async def test_unconfined_mode_chdirs_into_workspace_cwd(tmp_path: Path, outside: Path) -> None:

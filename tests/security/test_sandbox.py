@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import socket
 import subprocess
 import sys
@@ -122,3 +123,41 @@ def test_start_up_fails_in_one_line_without_bwrap(ws: Path, tmp_path: Path) -> N
     assert out.stderr.strip().splitlines() == [
         "agent-workspace-mcp: error: --sandbox bwrap: bubblewrap is not installed (Debian package 'bubblewrap')"
     ]
+
+
+@pytest.fixture
+def home_with_a_key(monkeypatch):
+    """A home directory holding an SSH key, as the server's user has (not under /tmp: the
+    sandbox's /tmp is private anyway)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as path:
+        (Path(path) / ".ssh").mkdir()
+        (Path(path) / ".ssh" / "id_ed25519").write_text("PRIVATE-KEY-BYTES\n")
+        monkeypatch.setenv("HOME", path)
+        yield Path(path)
+
+
+@needs_bwrap
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_allowlisted_interpreters_are_sandboxed_by_default(
+    ws: Path, home_with_a_key: Path
+) -> None:
+    """Issue 28: with --shell, `node -e` read files outside the root (an allowlist of
+    interpreters is code execution); by default commands now run sandboxed, homes hidden."""
+    key = home_with_a_key / ".ssh" / "id_ed25519"
+    program = (
+        f"try {{ console.log(require('fs').readFileSync({str(key)!r}, 'utf8')) }} "
+        "catch (e) { console.log('HIDDEN', e.code) }"
+    )
+    async with open_client(Settings(root=str(ws), shell_mode="allowlist", sandbox="none")) as bare:
+        assert "PRIVATE-KEY-BYTES" in await ok(bare, "run_command", command=["node", "-e", program])
+    async with open_client(Settings(root=str(ws), shell_mode="allowlist")) as default:
+        text = await ok(default, "run_command", command=["node", "-e", program])
+        assert "PRIVATE-KEY-BYTES" not in text and "HIDDEN ENOENT" in text, text
+        wrote = await ok(
+            default,
+            "run_command",
+            command=["node", "-e", "require('fs').writeFileSync('in.txt', 'ok')"],
+        )
+        assert "[exit code 0" in wrote and (ws / "in.txt").read_text() == "ok"

@@ -1,4 +1,8 @@
-"""Execution tools with real subprocesses: registration, output, timeouts, jobs, tasks."""
+"""Execution tools with real subprocesses: registration, output, timeouts, jobs, tasks.
+
+Process mechanics are checked with host pids, so these servers run commands unsandboxed
+(`sandbox="none"`); the default sandbox has its own tests in tests/security/test_sandbox.py.
+"""
 
 from __future__ import annotations
 
@@ -64,6 +68,7 @@ async def sh(ws: Path):
     settings = Settings(
         root=str(ws),
         shell_mode="allowlist",
+        sandbox="none",
         shell_allow=("echo", "sh", "sleep", "pwd", "env", "cat"),
     )
     async with open_client(settings) as client:
@@ -73,7 +78,7 @@ async def sh(ws: Path):
 @pytest.fixture
 async def anyshell(ws: Path):
     async with open_client(
-        Settings(root=str(ws), shell_mode="any", promote_after_ms=60_000)
+        Settings(root=str(ws), shell_mode="any", sandbox="none", promote_after_ms=60_000)
     ) as client:
         yield client
 
@@ -149,6 +154,7 @@ async def test_environment_is_scrubbed(ws: Path, monkeypatch) -> None:
     settings = Settings(
         root=str(ws),
         shell_mode="allowlist",
+        sandbox="none",
         shell_allow=("env",),
         token="server-token-value",
         scrub_env=("AWS_*",),
@@ -179,7 +185,11 @@ async def test_secret_shaped_names_are_scrubbed_and_pass_env_lets_one_through(
     monkeypatch.setenv("NPM_TOKEN", "passed-on-purpose")
     monkeypatch.setenv("EDITOR", "vim")
     settings = Settings(
-        root=str(ws), shell_mode="allowlist", shell_allow=("env",), pass_env=("NPM_TOKEN",)
+        root=str(ws),
+        shell_mode="allowlist",
+        sandbox="none",
+        shell_allow=("env",),
+        pass_env=("NPM_TOKEN",),
     )
     async with open_client(settings) as client:
         text = await ok(client, "run_command", command=["env"])
@@ -249,7 +259,7 @@ async def test_progress_notifications_for_long_commands(ws: Path, anyshell: Clie
 
 @pytest.mark.slow
 async def test_promotion_to_a_background_job(ws: Path) -> None:
-    settings = Settings(root=str(ws), shell_mode="any", promote_after_ms=500)
+    settings = Settings(root=str(ws), shell_mode="any", sandbox="none", promote_after_ms=500)
     async with open_client(settings) as client:
         text = await ok(
             client, "run_command", command=["sh", "-c", "echo early; sleep 1.5; echo late"]
@@ -283,7 +293,7 @@ async def test_background_true_returns_a_job_at_once(anyshell: Client) -> None:
 async def test_jobs_survive_the_client_and_can_be_killed(ws: Path) -> None:
     from agent_workspace_mcp import create_server
 
-    server = create_server(Settings(root=str(ws), shell_mode="any"))
+    server = create_server(Settings(root=str(ws), shell_mode="any", sandbox="none"))
     async with Client(server) as first:
         text = await ok(
             first,
@@ -351,7 +361,7 @@ async def test_run_task(ws: Path, monkeypatch) -> None:
     (ws / "tests").mkdir()
     (ws / "tests" / "test_ok.py").write_text("def test_ok():\n    assert 1 + 1 == 2\n")
     (ws / "tests" / "test_bad.py").write_text("def test_bad():\n    assert False\n")
-    async with open_client(Settings(root=str(ws), tasks=True)) as client:
+    async with open_client(Settings(root=str(ws), tasks=True, sandbox="none")) as client:
         text = await ok(
             client, "run_task", runner="pytest", task="test", paths=["tests/test_ok.py"]
         )
@@ -381,7 +391,7 @@ async def test_run_task(ws: Path, monkeypatch) -> None:
 
 
 async def test_bash_runs_a_real_shell_with_a_capped_timeout(ws: Path) -> None:
-    settings = Settings(root=str(ws), shell_mode="any", shell_max_timeout_seconds=1)
+    settings = Settings(root=str(ws), shell_mode="any", sandbox="none", shell_max_timeout_seconds=1)
     async with open_client(settings) as client:
         text = await ok(client, "bash", command="echo a b | tr ' ' '\\n' | sort -r; echo $((6*7))")
         assert text.splitlines()[1:4] == ["b", "a", "42"]

@@ -13,7 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from . import features
@@ -159,6 +159,33 @@ def task_argv(runner: str, task: str, rel_paths: list[str]) -> list[str]:
     return argv
 
 
+def hidden_homes(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Directories a sandboxed command must not see: every home (SSH keys, cloud and
+    registry tokens, other projects), the server user's own included."""
+    env = os.environ if environ is None else environ
+    found = ["/home", "/root"]
+    home = env.get("HOME", "")
+    if home.startswith("/") and home != "/":
+        real = os.path.realpath(home)
+        if not any(real == h or real.startswith(h + "/") for h in found):
+            found.append(real)
+    return [h for h in found if os.path.isdir(h)]
+
+
+def toolchains_in(hidden: Sequence[str], path_dirs: Sequence[str]) -> list[str]:
+    """PATH entries inside a hidden home (nvm's node, a venv, ~/.cargo), each given back
+    read-only with its parent (`.../bin` -> `...`), so allowed programs still run."""
+    found: list[str] = []
+    for entry in path_dirs:
+        real = os.path.realpath(entry)
+        if not any(real == h or real.startswith(h + "/") for h in hidden):
+            continue
+        tree = os.path.dirname(real) if os.path.basename(real) == "bin" else real
+        if tree not in hidden and tree not in found and os.path.isdir(tree):
+            found.append(tree)
+    return found
+
+
 def bwrap_prefix(
     bwrap: str,
     workspace_root: str,
@@ -166,13 +193,21 @@ def bwrap_prefix(
     *,
     root_fd: int | None = None,
     read_only: Sequence[tuple[int, str]] = (),
+    network: bool = False,
+    hidden: Sequence[str] = (),
+    toolchains: Sequence[str] = (),
+    die_with_parent: bool = True,
 ) -> list[str]:
-    """bubblewrap: the workspace read-write, everything else read-only, private /tmp,
-    no network, own PID namespace, and the sandbox dies with the server.
+    """bubblewrap: the workspace read-write, everything else read-only, home directories
+    hidden (empty), private /tmp, no network unless `network`, own PID namespace, and
+    the sandbox dies with the server.
 
     `root_fd` binds the checked workspace directory itself (not whatever its path names
-    now); `read_only` are (fd, destination) pairs bound read-only on top, for `.git`
-    and the server's state directory.
+    now), after the homes are hidden, so a workspace inside a home is still there;
+    `read_only` are (fd, destination) pairs bound read-only on top, for `.git` and the
+    server's state directory; `toolchains` are directories inside a hidden home given
+    back read-only. `die_with_parent=False` for `--workers`, where a job outlives the
+    worker that started it (the supervisor reaps and stops it instead).
     """
     root_bind = (
         ["--bind", workspace_root, workspace_root]
@@ -180,22 +215,45 @@ def bwrap_prefix(
         else ["--bind-fd", str(root_fd), workspace_root]
     )
     protected = [arg for fd, dest in read_only for arg in ("--ro-bind-fd", str(fd), dest)]
+    homes = [arg for home in hidden for arg in ("--tmpfs", home)]
+    tools = [arg for tree in toolchains for arg in ("--ro-bind", tree, tree)]
     return [
         bwrap,
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
         "--tmpfs", "/tmp",
+        *homes,
+        *tools,
         *root_bind,
         *protected,
-        "--unshare-net",
+        *([] if network else ["--unshare-net"]),
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
-        "--die-with-parent",
+        *(["--die-with-parent"] if die_with_parent else []),
         "--chdir", cwd,
         "--",
     ]  # fmt: skip
+
+
+def resolve_sandbox(mode: str, commands_enabled: bool, unconfined: bool) -> tuple[str | None, str]:
+    """(the checked bwrap binary or None, how commands run: for the start-up line).
+
+    `auto` sandboxes wherever bubblewrap works, so the safe choice is the default;
+    `bwrap` requires it (ConfigError otherwise); `none`, and an unconfined server,
+    whose agent may touch any path anyway, run commands as the user."""
+    if not commands_enabled or mode == "none":
+        return None, "unsandboxed: --sandbox none" if mode == "none" else ""
+    if mode == "bwrap":
+        return check_bwrap(), "sandbox bwrap"
+    if unconfined:
+        return None, "unsandboxed: --unconfined"
+    try:
+        return check_bwrap(), "sandbox bwrap"
+    except ConfigError as exc:
+        why = str(exc).removeprefix("--sandbox bwrap: ").removeprefix("--sandbox bwrap ")
+        return None, f"unsandboxed: {why}"
 
 
 def check_bwrap() -> str:

@@ -26,7 +26,9 @@ from ..core.commands import (
     DEFAULT_ALLOWLIST,
     Policy,
     bwrap_prefix,
+    hidden_homes,
     task_argv,
+    toolchains_in,
     which,
 )
 from ..core.containment import GIT_DIR_NAME, locate, open_dir, parts_below
@@ -123,7 +125,7 @@ class Runner:
             cwd_fd = open_dir(ws, parts_below(ws, cwd))
             fds.callback(os.close, cwd_fd)
             fd_cwd = features.fd_path(cwd_fd, cwd)
-            if settings.sandbox != "bwrap":
+            if self.services.bwrap is None:
                 return Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
             top = ws.root if ws.confined else ws.base
             top_fd = open_dir(ws, () if ws.confined else parts_below(ws, top))
@@ -132,8 +134,17 @@ class Runner:
             for fd, dest in _protected_fds(ws, top, settings.allow_git_writes):
                 fds.callback(os.close, fd)
                 read_only.append((fd, dest))
+            hidden = hidden_homes(env)
             prefix = bwrap_prefix(
-                self.services.bwrap or "bwrap", top, cwd, root_fd=top_fd, read_only=read_only
+                self.services.bwrap,
+                top,
+                cwd,
+                root_fd=top_fd,
+                read_only=read_only,
+                network=settings.sandbox_network,
+                hidden=hidden,
+                toolchains=toolchains_in(hidden, self.services.child_path_dirs()),
+                die_with_parent=settings.workers <= 1,
             )
             passed = (cwd_fd, top_fd, *(fd for fd, _ in read_only))
             return Child(
