@@ -12,6 +12,7 @@ from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core import features
+from tests.helpers import CI_REQUIRED
 
 # tests/test_portable.py re-runs the containment and process tests with every Linux-only
 # feature forced off, so the macOS fallbacks run here too.
@@ -57,3 +58,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = str(item.path)
         if "/tests/e2e/" in path or path.endswith("/tests/test_cli.py"):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under CI a missing requirement fails instead of skipping (tests.helpers.requires)."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI") and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if CI_REQUIRED in reason:
+            report.outcome = "failed"
+            report.longrepr = f"required in CI but missing: {reason}"

@@ -96,3 +96,21 @@ def pid_alive(pid: int) -> bool:
             return handle.read().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+CI_REQUIRED = "[CI installs it]"
+
+
+def requires(missing: str | None):
+    """Skip with one line when the machine lacks a program a test needs (bubblewrap,
+    podman, Node); under CI, which installs them all, the skip is a failure (conftest)."""
+    import pytest
+
+    return pytest.mark.skipif(missing is not None, reason=f"{missing} {CI_REQUIRED}")
+
+
+def missing(reason: str):
+    """The same, from inside a test or fixture."""
+    import pytest
+
+    pytest.skip(f"{reason} {CI_REQUIRED}")

@@ -22,6 +22,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from tests.e2e.http_server import free_port
+from tests.helpers import requires
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = "localhost/awm-base:bookworm"
@@ -31,9 +32,10 @@ TOKEN = "tok-container-0123456789"
 PODMAN = ["podman", "--cgroup-manager=cgroupfs", "--runtime", "runc"]
 ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which("podman") and shutil.which("debootstrap") and shutil.which("runc")),
-    reason="needs podman, runc and debootstrap (.ci/run installs them)",
+pytestmark = requires(
+    None
+    if shutil.which("podman") and shutil.which("debootstrap") and shutil.which("runc")
+    else "needs podman, runc and debootstrap"
 )
 
 

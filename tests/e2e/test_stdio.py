@@ -14,7 +14,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from tests.helpers import INIT, pid_alive
+from tests.helpers import INIT, missing, pid_alive
 
 
 async def test_official_client_over_stdio(ws: Path) -> None:
@@ -163,7 +163,7 @@ def test_stopping_the_server_kills_sandboxed_jobs(ws: Path) -> None:
     try:
         check_bwrap()
     except ConfigError as exc:
-        pytest.skip(str(exc))
+        missing(str(exc))
     proc = start_server(ws, "--shell-any")
     proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
     marker = f"{1000 + os.getpid() % 1000}.{time.time_ns() % 10**6}"

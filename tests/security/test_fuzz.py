@@ -231,7 +231,7 @@ def test_every_tool_from_its_schema(served) -> None:
     portal, client, tools, outside, boxed, examples = served
     if not boxed:
         tools = [t for t in tools if t.name not in COMMAND_TOOLS]
-    assert len(tools) >= 5, [t.name for t in tools]
+    assert len(tools) >= 4, [t.name for t in tools]  # persona has 4 without commands
     strings = hostile_strings(outside)
     junk = garbage(strings)
     plans = [(t.name, arguments(t.input_schema, strings, junk)) for t in tools]

@@ -14,7 +14,7 @@ from agent_workspace_mcp import Settings
 from agent_workspace_mcp.core.commands import check_bwrap
 from agent_workspace_mcp.core.errors import ConfigError
 from tests.conftest import open_client
-from tests.helpers import ok
+from tests.helpers import ok, requires
 
 
 def bwrap_usable() -> str | None:
@@ -26,7 +26,7 @@ def bwrap_usable() -> str | None:
 
 
 reason = bwrap_usable()
-needs_bwrap = pytest.mark.skipif(reason is not None, reason=reason or "")
+needs_bwrap = requires(reason)
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def home_with_a_key(monkeypatch):
 
 
 @needs_bwrap
-@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+@requires(None if shutil.which("node") else "node is not installed")
 async def test_allowlisted_interpreters_are_sandboxed_by_default(
     ws: Path, home_with_a_key: Path
 ) -> None:
