@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shlex
 import sys
 
@@ -89,21 +90,50 @@ def toml_string(text: str) -> str:
     return json.dumps(text).replace("\x7f", "\\u007f")
 
 
-def snippet(client: str, command: list[str], args: list[str]) -> str:
+# Claude Code reserves the name `workspace` ("Cannot add MCP server: this name is
+# reserved"), so every snippet and the README use this one; `--name` picks another.
+DEFAULT_NAME = "agent-workspace"
+NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # valid in every client's syntax
+
+
+def snippet(client: str, command: list[str], args: list[str], name: str = DEFAULT_NAME) -> str:
     if client in ("claude-desktop", "cursor"):
         entry = {"command": command[0], "args": [*command[1:], *args]}
-        return json.dumps({"mcpServers": {"workspace": entry}}, indent=2)
+        return json.dumps({"mcpServers": {name: entry}}, indent=2)
     if client == "vscode":  # .vscode/mcp.json (VS Code's own "servers" key and "type")
         entry = {"type": "stdio", "command": command[0], "args": [*command[1:], *args]}
-        return json.dumps({"servers": {"workspace": entry}}, indent=2)
+        return json.dumps({"servers": {name: entry}}, indent=2)
     if client == "opencode":
         entry = {"type": "local", "command": [*command, *args], "enabled": True}
-        config = {"$schema": "https://opencode.ai/config.json", "mcp": {"workspace": entry}}
+        config = {"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}}
         return json.dumps(config, indent=2)
-    if client == "codex":
+    if client == "codex":  # a bare TOML key: NAME_RE keeps it one
         rest = ", ".join(toml_string(a) for a in [*command[1:], *args])
-        return f"[mcp_servers.workspace]\ncommand = {toml_string(command[0])}\nargs = [{rest}]"
-    return shlex.join(["claude", "mcp", "add", "workspace", "--", *command, *args])
+        return f"[mcp_servers.{name}]\ncommand = {toml_string(command[0])}\nargs = [{rest}]"
+    return shlex.join(["claude", "mcp", "add", name, "--", *command, *args])
+
+
+def take_name(argv: list[str]) -> tuple[str, list[str]]:
+    """`--name NAME` (or `--name=NAME`) taken out of the server options."""
+    name, rest, i = DEFAULT_NAME, [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--name":
+            if i + 1 >= len(argv):
+                raise ConfigError("--name needs a value")
+            name, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--name="):
+            name = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+        i += 1
+    if not NAME_RE.match(name) or name == "workspace":
+        raise ConfigError(
+            f"--name {name!r}: use letters, digits, - and _ (at most 64), and not "
+            "'workspace', which Claude Code reserves"
+        )
+    return name, rest
 
 
 def main(argv: list[str]) -> int:
@@ -117,8 +147,9 @@ def main(argv: list[str]) -> int:
             say(f"error: unknown client {argv[0]!r}{hint}")
         return 2
     try:
+        name, options = take_name(argv[1:])
         # Only what was given here: the caller's environment (tokens included) stays out.
-        settings = settings_from_sources(argv[1:], environ={}, dotenv_path=os.devnull)
+        settings = settings_from_sources(options, environ={}, dotenv_path=os.devnull)
         preflight(settings)
     except ConfigError as exc:
         say(f"error: {exc}")
@@ -128,5 +159,5 @@ def main(argv: list[str]) -> int:
     if problem:
         say(f"error: {problem}")
         return 2
-    sys.stdout.write(snippet(argv[0], command, args) + "\n")
+    sys.stdout.write(snippet(argv[0], command, args, name) + "\n")
     return 0

@@ -19,21 +19,21 @@ from agent_workspace_mcp import Settings, create_server
 CLI = [sys.executable, "-m", "agent_workspace_mcp"]
 
 
-def command_of(client: str, text: str) -> list[str]:
+def command_of(client: str, text: str, name: str = "agent-workspace") -> list[str]:
     if client in ("claude-desktop", "cursor"):
-        entry = json.loads(text)["mcpServers"]["workspace"]
+        entry = json.loads(text)["mcpServers"][name]
         return [entry["command"], *entry["args"]]
     if client == "opencode":
-        return json.loads(text)["mcp"]["workspace"]["command"]
+        return json.loads(text)["mcp"][name]["command"]
     if client == "vscode":
-        entry = json.loads(text)["servers"]["workspace"]
+        entry = json.loads(text)["servers"][name]
         assert entry["type"] == "stdio"
         return [entry["command"], *entry["args"]]
     if client == "codex":
-        entry = tomllib.loads(text)["mcp_servers"]["workspace"]
+        entry = tomllib.loads(text)["mcp_servers"][name]
         return [entry["command"], *entry["args"]]
     argv = shlex.split(text)
-    assert argv[:5] == ["claude", "mcp", "add", "workspace", "--"]
+    assert argv[:5] == ["claude", "mcp", "add", name, "--"]
     return argv[5:]
 
 
@@ -128,3 +128,17 @@ def test_check_escapes_what_it_prints(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     assert b"\x1b" not in out.stdout and b"\x07" not in out.stdout
     assert b"\\x1b]52;c;cHduZWQ=\\x07.txt" in out.stdout
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "claude-code", "opencode", "codex", "vscode"])
+def test_the_server_name_is_one_no_client_reserves(tmp_path: Path, client: str) -> None:
+    """Issue 29: Claude Code refuses `workspace` ("this name is reserved")."""
+    default = run_config(client, str(tmp_path), cwd=tmp_path)
+    assert default.returncode == 0
+    command_of(client, default.stdout.decode(), "agent-workspace")
+    named = run_config(client, str(tmp_path), "--name", "my-proj_2", cwd=tmp_path)
+    assert command_of(client, named.stdout.decode(), "my-proj_2")[-2:] == ["--root", str(tmp_path)]
+    for bad in ("workspace", "has space", "a.b", ""):
+        refused = run_config(client, str(tmp_path), "--name", bad, cwd=tmp_path)
+        assert refused.returncode == 2 and refused.stdout == b"", bad
+        assert refused.stderr.decode().count("\n") == 1
