@@ -116,3 +116,34 @@ def test_unconfined_enters_workspace_cwd(tmp_path: Path) -> None:
     out = run_cli("--unconfined", cwd=tmp_path, env={"WORKSPACE_CWD": str(target / "missing")})
     assert out.returncode == 2
     assert "WORKSPACE_CWD cannot be entered" in out.stderr
+
+
+def test_every_command_has_help() -> None:
+    """Issue 29: --help never named check and config; `config --help` was an error."""
+    main = run_cli("--help")
+    assert "config CLIENT DIR" in main.stdout and "check DIR" in main.stdout
+    for command in ("config", "check"):
+        out = run_cli(command, "--help")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith(f"usage: agent-workspace-mcp {command} ")
+
+
+def test_an_empty_root_is_refused_and_wide_roots_are_named(tmp_path: Path) -> None:
+    """Issue 29: `--root ''` (an unset variable) served the cwd: from /, the whole disk."""
+    empty = run_cli("--root", "", cwd=Path("/"))
+    assert empty.returncode == 2
+    assert empty.stderr.strip().splitlines() == [
+        'agent-workspace-mcp: error: workspace "default" is empty (an unset variable in a '
+        "client config?); name the project directory"
+    ]
+    assert run_cli("--workspace", "api=", cwd=tmp_path).returncode == 2
+    slash = run_cli(cwd=Path("/"))  # stdin closed: starts, warns, stops
+    assert slash.returncode == 0
+    assert "WARNING: workspace default is / : the agent can read and write the whole" in (
+        slash.stderr
+    )
+    home = run_cli("--root", str(tmp_path), env={"HOME": str(tmp_path)})
+    assert f"workspace default is your home directory ({tmp_path})" in home.stderr
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert "WARNING" not in run_cli("--root", str(project), env={"HOME": str(tmp_path)}).stderr

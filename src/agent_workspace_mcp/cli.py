@@ -49,7 +49,27 @@ def _started() -> None:
     gc.enable()
 
 
+COMMAND_HELP = {
+    "config": (
+        "usage: {prog} config CLIENT DIR [--name NAME] [server options]\n\n"
+        "Print a ready-to-paste entry for CLIENT (claude-desktop, cursor, claude-code, "
+        "opencode, codex, vscode)\nthat starts this installation on DIR with the given "
+        "server options (checked first; paths made\nabsolute; tokens never copied). "
+        "--name NAME names the entry (default agent-workspace).\n"
+    ),
+    "check": (
+        "usage: {prog} check DIR [server options]\n\n"
+        "Start the server over stdio as a client would and use it: initialize, list the "
+        "tools, list\nfiles, read one. One line per step with its time; exit 1 at the "
+        "first step that fails\n(with the server's last lines), 2 for bad options.\n"
+    ),
+}
+
+
 def _main(args: list[str]) -> int:
+    if args[:1] in (["config"], ["check"]) and any(a in ("-h", "--help") for a in args[1:]):
+        sys.stdout.write(COMMAND_HELP[args[0]].format(prog=PROG))
+        return 0
     if args[:1] == ["config"]:
         from .clientconfig import main as config_main
 
@@ -70,7 +90,7 @@ def _main(args: list[str]) -> int:
                 raise ConfigError(
                     f"WORKSPACE_CWD cannot be entered: {settings.cwd} ({exc.strerror})"
                 ) from None
-        preflight(settings)
+        note_wide_roots(preflight(settings))
         if settings.workers > 1:
             # Any worker may answer any request: sessions held in one worker's memory
             # would break on the next request (see transports/workers.py).
@@ -116,13 +136,38 @@ def _say_warnings(settings, more: list[str]) -> None:
             f"--no-auth: anyone who can reach {settings.host}:{settings.port} can read and "
             "write the workspace."
         )
-    for warning in [*contradictions(settings), *unknown_environment(), *more]:
+    for warning in [*contradictions(settings), *unknown_environment(), *wide_roots(), *more]:
         _warn(warning)
     if settings.unconfined:
         _warn(
             "--unconfined: every path on this machine that this user can reach is readable "
             "and writable by the connected agent. There is no workspace boundary."
         )
+
+
+_wide: list[str] = []  # set by main once the roots are known
+
+
+def wide_roots() -> list[str]:
+    return list(_wide)
+
+
+def note_wide_roots(registry) -> None:
+    """A root that is `/` or a home directory is almost never meant (a client started
+    the server in `/`, or `--root ~`): said once, naming it."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    for ws in registry:
+        if not ws.confined:
+            continue
+        if ws.root == "/":
+            _wide.append(
+                f"workspace {ws.name} is / : the agent can read and write the whole file system"
+            )
+        elif ws.root == home:
+            _wide.append(
+                f"workspace {ws.name} is your home directory ({ws.root}): the agent can read "
+                "and write every project, key and token in it"
+            )
 
 
 def contradictions(settings) -> list[str]:

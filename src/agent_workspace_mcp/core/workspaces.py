@@ -73,6 +73,12 @@ class Workspace:
 def _real_dir(raw: str, what: str) -> tuple[str, str]:
     if "\x00" in raw:
         raise ConfigError(f"{what} contains a NUL byte")
+    if not raw.strip():
+        # An unset variable in a client config (`--root "$PROJECT"`) would otherwise
+        # serve whatever directory the client started the server in.
+        raise ConfigError(
+            f"{what} is empty (an unset variable in a client config?); name the project directory"
+        )
     absolute = os.path.abspath(os.path.expanduser(raw))
     real = os.path.realpath(absolute)
     if not os.path.isdir(real):
