@@ -422,3 +422,19 @@ async def test_mid_sized_output_is_held_to_the_answer_budget(anyshell: Client) -
     text = await ok(anyshell, "run_command", command=[sys.executable, "-c", program])
     assert "FIRST" in text and "LAST" in text and "bytes omitted] ..." in text
     assert len(text.encode()) < 70 * 1024
+
+
+async def test_the_description_states_where_output_is_shortened(anyshell: Client) -> None:
+    """Issue 29: the description said 256 KiB; output was shortened above 64 KiB."""
+    from agent_workspace_mcp.core import limits
+
+    (tool,) = [t for t in await anyshell.list_tools() if t.name == "run_command"]
+    shown = limits.OUTPUT_SHORTENED_ABOVE_BYTES // limits.KIB
+    assert f"output above {shown} KiB keeps" in (tool.description or "")
+    size = limits.OUTPUT_SHORTENED_ABOVE_BYTES + 100
+    program = f"import sys; sys.stdout.write('x' * {size})"
+    whole = await ok(anyshell, "run_command", command=[sys.executable, "-c", program])
+    assert "x" * size not in whole and len(whole) < size  # shortened
+    fits = await ok(anyshell, "run_command", command=[sys.executable, "-c", program.replace(
+        str(size), str(limits.OUTPUT_SHORTENED_ABOVE_BYTES - 100))])  # fmt: skip
+    assert "x" * (limits.OUTPUT_SHORTENED_ABOVE_BYTES - 100) in fits

@@ -79,6 +79,9 @@ RUN_TIMEOUT_MAX_MS = 600_000
 OUTPUT_COLLAPSE_BYTES = 256 * KIB  # above this only the head and the tail are kept
 OUTPUT_HEAD_BYTES = 32 * KIB
 OUTPUT_TAIL_BYTES = 32 * KIB
+# What a model sees: the answer budget collapses output the same way above ANSWER_BYTES,
+# which is smaller than the seed's 256 KiB, so this is where output is shortened.
+OUTPUT_SHORTENED_ABOVE_BYTES = min(OUTPUT_COLLAPSE_BYTES, ANSWER_BYTES)
 KILL_GRACE_SECONDS = 3.0  # between SIGTERM and SIGKILL, for commands and jobs
 # ours: after the command itself exited, how long we keep reading a pipe that a
 # grandchild still holds open before giving up on it (issue 5).

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .limits import (
-    ANSWER_BYTES,
     KILL_GRACE_SECONDS,
     OUTPUT_COLLAPSE_BYTES,
     OUTPUT_HEAD_BYTES,
+    OUTPUT_SHORTENED_ABOVE_BYTES,
     OUTPUT_TAIL_BYTES,
     PIPE_DRAIN_GRACE_SECONDS,
 )
@@ -114,7 +114,7 @@ class OutputBuffer:
         64 KiB, so the first 32 KiB and the last 32 KiB are what a model sees either way.
         """
         with self._lock:
-            if self.total <= min(OUTPUT_COLLAPSE_BYTES, ANSWER_BYTES):
+            if self.total <= OUTPUT_SHORTENED_ABOVE_BYTES:
                 raw = bytes(self.head)
                 return strip_ansi(raw.decode("utf-8", "replace"))
             omitted = self.total - OUTPUT_HEAD_BYTES - len(self.tail)

@@ -241,14 +241,23 @@ async def run_command(
 ) -> str:
     """Run a program with arguments (no shell) in the workspace and return its output.
 
-    stdout and stderr are merged; output above 256 KiB keeps the first and last
-    32 KiB. Reports the exit code (or the timeout) and the duration. A command still
-    running after ~45 s continues as a background job (see job_status).
+    stdout and stderr are merged; output above {shortened} KiB keeps the first {head} and
+    last {tail} KiB. Reports the exit code (or the timeout) and the duration. A command
+    still running after ~{promote} s continues as a background job (see job_status).
     """
     ws = runner.services.workspaces.get(workspace)
     cwd_real = runner.cwd(ws, cwd)
     executable = runner.policy.resolve(command[0], cwd_real)
     return await runner.run(ctx, ws, command, executable, cwd_real, timeoutMs, background)
+
+
+# Numbers in the description come from the limits, never typed by hand (issue 29).
+run_command.__doc__ = (run_command.__doc__ or "").format(
+    shortened=limits.OUTPUT_SHORTENED_ABOVE_BYTES // limits.KIB,
+    head=limits.OUTPUT_HEAD_BYTES // limits.KIB,
+    tail=limits.OUTPUT_TAIL_BYTES // limits.KIB,
+    promote=limits.PROMOTE_AFTER_DEFAULT_MS // 1000,
+)
 
 
 async def bash(
