@@ -431,7 +431,7 @@ async def test_the_description_states_where_output_is_shortened(anyshell: Client
     (tool,) = [t for t in await anyshell.list_tools() if t.name == "run_command"]
     shown = limits.OUTPUT_SHORTENED_ABOVE_BYTES // limits.KIB
     assert f"output above {shown} KiB keeps" in (tool.description or "")
-    size = limits.OUTPUT_SHORTENED_ABOVE_BYTES + 100
+    size = limits.OUTPUT_SHORTENED_ABOVE_BYTES * 2
     program = f"import sys; sys.stdout.write('x' * {size})"
     whole = await ok(anyshell, "run_command", command=[sys.executable, "-c", program])
     assert "x" * size not in whole and len(whole) < size  # shortened
