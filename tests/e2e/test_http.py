@@ -609,3 +609,23 @@ def test_metrics_public_and_the_readiness_probe(tmp_path: Path) -> None:
         assert httpx2.get(f"{server.base}/ready").status_code == 200
     finally:
         server.stop()
+
+
+def test_a_busy_port_is_named_with_the_flag_to_change(tmp_path: Path) -> None:
+    """Issue 29: a busy port printed uvicorn's `[Errno 98] ...` and nothing about --port."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for extra in ((), ("--workers", "2")):
+            out = run_cli(tmp_path, "--http", "--token", "tok-busy-0123456789", "--port",
+                          str(port), *extra)  # fmt: skip
+            assert out.returncode == 2
+            last = out.stderr.strip().splitlines()[-1]
+            assert last == (
+                f"agent-workspace-mcp: error: cannot listen on 127.0.0.1:{port} (Address "
+                f"already in use): another program is using port {port}; choose another "
+                "with --port N"
+            ), out.stderr

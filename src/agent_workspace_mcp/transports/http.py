@@ -406,6 +406,14 @@ def run_http(
             os.write(ready_fd, ready_line.encode() + b"\n")
             os.close(ready_fd)
 
+    else:
+        from .workers import listen, listen_error
+
+        try:  # bound here, so a busy port is one sentence, not uvicorn's traceback line
+            sockets = [listen(settings.host, settings.port)]
+        except OSError as exc:
+            say(listen_error(settings.host, settings.port, exc))
+            return 2
     asgi = build_http_app(app, services)
     config = uvicorn.Config(
         asgi,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import os
 import select
 import shutil
@@ -58,6 +59,17 @@ def listen(host: str, port: int) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+def listen_error(host: str, port: int, exc: OSError) -> str:
+    """One line for a port that cannot be bound, saying how to pick another."""
+    why = exc.strerror or str(exc)
+    hint = (
+        f"another program is using port {port}; choose another with --port N"
+        if exc.errno == errno.EADDRINUSE
+        else "check --host and --port"
+    )
+    return f"error: cannot listen on {host}:{port} ({why}): {hint}"
 
 
 def shared_directory(job_dir: str | None) -> str:
@@ -134,7 +146,7 @@ class Supervisor:
         try:
             self.sock = listen(settings.host, settings.port)
         except OSError as exc:
-            say(f"error: cannot listen on {settings.host}:{settings.port} ({exc.strerror})")
+            say(listen_error(settings.host, settings.port, exc))
             return 2
         self.shared = shared_directory(settings.job_dir)
         self.records = JobRecords(self.shared)
