@@ -206,6 +206,8 @@ async def test_find_symbol_ignores_comments_and_strings(code: Client) -> None:
     assert (await ok(code, "find_symbol", name="new", kind="method")).startswith("rs/lib.rs:8-8")
     message = await fails(code, "find_symbol", name="parse_arg")
     assert message.startswith("no definition of parse_arg found (did you mean parse_args")
+    # Issue 29: one letter missing in the middle found nothing to suggest.
+    assert "did you mean parse_args" in await fails(code, "find_symbol", name="pars_args")
 
 
 async def test_refusals_are_one_sentence(code: Client, ws: Path, outside: Path) -> None:

@@ -339,6 +339,8 @@ def near_names(engine: SearchEngine, ws: Workspace, name: str) -> list[str]:
     word = name.rsplit(".", 1)[-1]
     if not word.isidentifier():
         return []
-    stem = word[: max(3, len(word) - 2)]
+    # A short prefix, so one wrong letter anywhere past it still finds the name
+    # (`Sesion` -> `Session`); difflib's ratio then picks, as for paths.
+    stem = word[:3]
     rels, _ = files_with(engine, ws, rf"\b{stem}", None, ignore_case=True)
     return difflib.get_close_matches(word, names_like(ws, rels), n=3, cutoff=0.6)
