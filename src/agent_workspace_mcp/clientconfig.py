@@ -154,6 +154,16 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         say(f"error: {exc}")
         return 2
+    if settings.http:
+        # A client starts a stdio entry itself; `--http` in its arguments would start a
+        # server the client never talks to (and a token must not go into its config).
+        say(
+            "error: config prints entries a client starts itself (stdio); for a server "
+            f"running with --http, give the client its URL http://{settings.host}:"
+            f"{settings.port}/mcp and an 'Authorization: Bearer <token>' header (README: "
+            "Streamable HTTP)"
+        )
+        return 2
     command, args = server_command(), server_args(settings)
     problem = unwritable([*command, *args])
     if problem:

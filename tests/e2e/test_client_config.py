@@ -142,3 +142,13 @@ def test_the_server_name_is_one_no_client_reserves(tmp_path: Path, client: str) 
         refused = run_config(client, str(tmp_path), "--name", bad, cwd=tmp_path)
         assert refused.returncode == 2 and refused.stdout == b"", bad
         assert refused.stderr.decode().count("\n") == 1
+
+
+def test_config_refuses_http_in_one_line(tmp_path: Path) -> None:
+    """Issue 29: `config CLIENT DIR --http --token T` printed a stdio entry with --http."""
+    out = run_config("cursor", str(tmp_path), "--http", "--token", "tok-0123456789abcdef",
+                     cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2 and out.stdout == b""
+    message = out.stderr.decode()
+    assert message.count("\n") == 1 and "http://127.0.0.1:3333/mcp" in message, message
+    assert "tok-0123456789abcdef" not in message
