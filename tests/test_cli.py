@@ -147,3 +147,19 @@ def test_an_empty_root_is_refused_and_wide_roots_are_named(tmp_path: Path) -> No
     project = tmp_path / "proj"
     project.mkdir()
     assert "WARNING" not in run_cli("--root", str(project), env={"HOME": str(tmp_path)}).stderr
+
+
+def test_profile_constraints_are_said_in_the_profile_s_words(tmp_path: Path) -> None:
+    """Issue 29: `--profile persona --root P` blamed an --unconfined nobody typed, and
+    `check --profile persona` failed on a list_files that profile does not have."""
+    out = run_cli("--profile", "persona", "--root", str(tmp_path))
+    assert out.returncode == 2
+    message = out.stderr.strip()
+    assert message.startswith("agent-workspace-mcp: error: --profile persona serves the whole")
+    assert "--unconfined" not in message and message.count("\n") == 0
+    assert (
+        "--unconfined cannot be combined" in run_cli("--unconfined", "--root", str(tmp_path)).stderr
+    )
+    checked = run_cli("check", "--profile", "persona", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "ok  list_files: not served by this profile" in checked.stdout

@@ -288,6 +288,13 @@ def settings_from_sources(
         source = sources.get(field, field)
         raise ConfigError(f"{source}: {error['msg'][0].lower()}{error['msg'][1:]}") from None
     if settings.unconfined and (settings.root is not None or settings.workspaces):
+        if sources.get("unconfined", "").endswith(" profile"):
+            # The user never typed --unconfined: say it in the profile's own words.
+            raise ConfigError(
+                f"--profile {settings.profile} serves the whole machine with paths as given, "
+                "as its source document does, so it takes no --root or --workspace: drop "
+                "them (the agent's cwd is WORKSPACE_CWD), or choose another --profile"
+            )
         raise ConfigError("--unconfined cannot be combined with --root or --workspace")
     return settings
 
@@ -322,6 +329,7 @@ def _apply_profile(values: dict[str, Any], sources: dict[str, str]) -> None:
     for name, value in profile.defaults.items():
         if name not in sources:
             values[name] = value
+            sources[name] = f"the {profile.name} profile"
     if profile.name == "persona" and "port" in sources and "http" not in sources:
         values["http"] = True  # persona: `--port N` means serve HTTP on that port
 

@@ -75,6 +75,12 @@ async def _steps(command: list[str], args: list[str], server_log: TextIO) -> int
             step, started = "tools/list", time.monotonic()
             tools = await client.list_tools()
             line(step, started, f"{len(tools)} tools")
+            names = {tool.name for tool in tools}
+            # Exercise what the served profile has (persona has no list_files).
+            if "list_files" not in names:
+                out("ok  list_files: not served by this profile; nothing more to try\n")
+                return 0
+            reader = "read_file" if "read_file" in names else "read"
             step, started = "list_files", time.monotonic()
             listing = await client.call_tool("list_files", {"limit": 50})
             entries = [e for e in listing.content[0].text.splitlines() if e and e[0] != "("]
@@ -83,8 +89,11 @@ async def _steps(command: list[str], args: list[str], server_log: TextIO) -> int
             if target is None:
                 out("ok  read_file: nothing to read (no files in the workspace)\n")
                 return 0
-            step, started = f"read_file {target}", time.monotonic()
-            await client.call_tool("read_file", {"path": target})
+            if reader not in names:
+                out("ok  read_file: not served by this profile\n")
+                return 0
+            step, started = f"{reader} {target}", time.monotonic()
+            await client.call_tool(reader, {"path": target})
             line(step, started, "read")
     except Exception as exc:
         out(f"FAIL {step}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}\n")
