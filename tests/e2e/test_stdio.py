@@ -235,3 +235,23 @@ def test_a_start_up_line_says_what_is_served(tmp_path: Path) -> None:
     first = out.stderr.splitlines()[0]
     assert first.startswith("agent-workspace-mcp: v") and ", 18 tools, confined (default=" in first
     assert str(root.resolve()) in first and first.endswith("waiting for a client on stdin")
+
+
+async def test_a_call_accepted_after_coercion_logs_nothing(ws: Path, tmp_path: Path) -> None:
+    """Issue 29: snake_case names and arrays sent as JSON strings were accepted, and
+    FastMCP logged a multi-line `WARNING Invalid arguments for tool ...` for each."""
+    (ws / "a.txt").write_text("a\n")
+    log = tmp_path / "stderr.txt"
+    transport = StdioTransport(
+        sys.executable,
+        ["-m", "agent_workspace_mcp", "--root", str(ws), "--no-audit"],
+        keep_alive=False,
+        log_file=log,
+    )
+    async with Client(transport) as client:
+        read = await client.call_tool("read_files", {"paths": '["a.txt"]'})
+        assert not read.is_error
+        renamed = await client.call_tool("rename_path", {"path": "a.txt", "new_name": "b.txt"})
+        assert not renamed.is_error
+    said = log.read_text()
+    assert "Invalid arguments" not in said and "WARNING" not in said, said
