@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -119,9 +120,13 @@ class ApiKeyHeader:
     """`x-api-key: T` counts as `Authorization: Bearer T` (when no Authorization is sent),
     and an empty 401 from the auth layer gets a short JSON body saying what is missing."""
 
-    def __init__(self, app, on_refused=None) -> None:
+    def __init__(self, app, on_refused=None, refused_why: str | None = None) -> None:
         self.app = app
         self.on_refused = on_refused  # counts auth failures (metrics)
+        # What a rejected token means here, in place of FastMCP's OAuth advice ("clear
+        # authentication tokens in your MCP client ... re-register"), which a static
+        # token or API key never needs (issue 29).
+        self.refused_why = refused_why
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -164,10 +169,31 @@ class ApiKeyHeader:
                     await send({**start, "headers": headers})
                     await send({"type": "http.response.body", "body": body})
                     return
+                body = message.get("body", b"")
+                if self.refused_why and not message.get("more_body") and b"invalid_token" in body:
+                    await _reworded(send, start, self.refused_why)
+                    return
                 await send(start)
             await send(message)
 
         await self.app(scope, receive, explained)
+
+
+async def _reworded(send, start: dict, why: str) -> None:
+    """A 401 for a rejected token, with our description in the body and the header."""
+    body = json.dumps({"error": "invalid_token", "error_description": why}).encode()
+    headers = []
+    for key, value in start.get("headers", []):
+        name = key.lower()
+        if name == b"www-authenticate":
+            value = re.sub(
+                rb'error_description="[^"]*"', b'error_description="' + why.encode() + b'"', value
+            )
+        if name != b"content-length":
+            headers.append((key, value))
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({**start, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 def anonymous(scope) -> bool:
@@ -317,6 +343,21 @@ class SessionGuard:
         await self.app(scope, receive, remember_session)
 
 
+def _refused_why(settings) -> str | None:
+    """What a rejected token means for this server's kind of credentials."""
+    if settings.jwt_secret or settings.jwt_public_key or settings.jwks_url:
+        return (
+            "the JWT was not accepted (its signature, issuer, audience or expiry did not "
+            "match what the server was given); ask the operator for a current token"
+        )
+    if settings.token or settings.api_keys:
+        return (
+            "the bearer token was not accepted: the server takes the token it was started "
+            "with (--token or MCP_TOKEN) or one of its --api-key values"
+        )
+    return None
+
+
 def build_http_app(app: FastMCP, services: Services):
     """The ASGI application for `--http`, with cleanup on shutdown."""
     settings = services.settings
@@ -345,7 +386,11 @@ def build_http_app(app: FastMCP, services: Services):
     legacy = build_legacy_sse_app(app, services)
     # --stateless keeps the document's behaviour (GET /mcp is 405); the fallback needs sessions.
     refused = services.metrics.auth_failures.inc if services.metrics is not None else None
-    asgi = ApiKeyHeader(PathDispatch(inner, legacy, fallback=not settings.stateless), refused)
+    asgi = ApiKeyHeader(
+        PathDispatch(inner, legacy, fallback=not settings.stateless),
+        refused,
+        _refused_why(settings),
+    )
     if settings.cors_origins:
         asgi = CORSMiddleware(
             asgi,
