@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from fastmcp import Client
 
+from agent_workspace_mcp import create_server
 from agent_workspace_mcp.configuration import build_parser, markdown_table, settings_from_sources
 from agent_workspace_mcp.core.errors import ConfigError
 from agent_workspace_mcp.settings import Settings, options
@@ -206,3 +208,30 @@ def test_config_names_the_client_it_did_not_know(argv: list[str], said: str, cap
     assert clientconfig.main(argv) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err == f"agent-workspace-mcp: error: {said}\n"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"tools": ("read_fil",)}, "--tools: unknown tool 'read_fil'; did you mean read_file?"),
+        ({"disable_tools": ("nosuch",)}, "--disable-tools: unknown tool 'nosuch'; see --list-profiles"),
+        ({"tools": ("run_command",)}, "--tools run_command: it is off; enable it with --shell"),
+        ({"profile": "coding-agent", "tools": ("read_file", "git_status")},
+         "--tools git_status: the coding-agent profile does not serve it"),
+    ],
+)  # fmt: skip
+def test_tool_selection_says_what_it_did(tmp_path: Path, overrides: dict, message: str) -> None:
+    """Issue 29: `--tools read_fil` served 0 tools and `--disable-tools nosuch` passed."""
+    with pytest.raises(ConfigError) as caught:
+        create_server(Settings(root=str(tmp_path), **overrides))
+    assert str(caught.value).startswith(message)
+
+
+async def test_tools_narrow_the_profile_under_either_spelling(tmp_path: Path) -> None:
+    settings = Settings(root=str(tmp_path), profile="coding-agent", tools=("read_file", "grep"))
+    async with Client(create_server(settings)) as client:
+        assert sorted(t.name for t in await client.list_tools()) == ["read_file", "search_text"]
+    renamed = Settings(root=str(tmp_path), profile="coding-agent", disable_tools=("grep",))
+    async with Client(create_server(renamed)) as client:
+        names = {t.name for t in await client.list_tools()}
+    assert "search_text" not in names and "read_file" in names

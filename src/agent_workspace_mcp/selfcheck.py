@@ -83,7 +83,9 @@ async def _steps(command: list[str], args: list[str], server_log: TextIO) -> int
             reader = "read_file" if "read_file" in names else "read"
             step, started = "list_files", time.monotonic()
             listing = await client.call_tool("list_files", {"limit": 50})
-            entries = [e for e in listing.content[0].text.splitlines() if e and e[0] != "("]
+            said = listing.content[0].text
+            lines = [] if said.startswith("no files") else said.splitlines()
+            entries = [e for e in lines if e and e[0] != "("]
             line(step, started, f"{len(entries)} entries")
             target = next((e for e in entries if not e.endswith("/")), None)
             if target is None:

@@ -20,6 +20,8 @@ from .configuration import package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
 from .core.commands import resolve_sandbox
+from .core.echo import echo, listing
+from .core.errors import ConfigError
 from .core.jobs import JobRegistry, default_job_dir
 from .core.locks import PathLocks
 from .core.memory import Memory
@@ -53,6 +55,8 @@ from .tools import (
     undo,
     workspaces,
 )
+from .tools.base import REGISTERED
+from .tools.schemas import table_names
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -246,6 +250,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         if settings.auth_server and auth is not None:
             _bare_resource_metadata(app, settings)
     _apply_profile(app, settings)
+    _check_tool_selection(settings, REGISTERED.get(app, set()))
     _filter_tools(app, settings)
     if settings.tool_search:
         _tool_search(app, settings)
@@ -292,16 +297,60 @@ def _apply_profile(app: FastMCP, settings: Settings) -> None:
         app.enable(names=set(profile.tools), components={"tool"})
 
 
+def _check_tool_selection(settings: Settings, registered: set[str]) -> None:
+    """--tools narrows the profile's surface and --disable-tools removes from it, each
+    name under our spelling or the profile's; a name that is no tool at all, or (for
+    --tools) one the profile or the flags do not serve, is a one-line error, never a
+    silently smaller server (issue 29)."""
+    import difflib
+
+    from .middleware.errors import ENABLED_BY
+    from .profiles import PROFILES
+
+    profile = PROFILES[settings.profile]
+    renames = profile.renames
+    served = {renames.get(name, name) for name in registered}
+    if profile.tools is not None:
+        served &= set(profile.tools)
+    catalogue = set(registered) | served | set(ENABLED_BY)
+    for other in PROFILES.values():
+        catalogue |= set(other.tools or ()) | set(other.renames.values())
+    for flag, names in (("--tools", settings.tools), ("--disable-tools", settings.disable_tools)):
+        for name in names:
+            if renames.get(name, name) in served:
+                continue
+            if name not in catalogue and name not in table_names():
+                close = difflib.get_close_matches(name, sorted(served), n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]}?" if close else "; see --list-profiles"
+                raise ConfigError(f"{flag}: unknown tool '{echo(name)}'{hint}")
+            if flag == "--disable-tools":
+                continue  # a tool that is not served is already off
+            if name in ENABLED_BY:
+                raise ConfigError(f"--tools {name}: it is off; enable it with {ENABLED_BY[name]}")
+            raise ConfigError(
+                f"--tools {name}: the {profile.name} profile does not serve it (its tools: "
+                f"{listing(sorted(served))})"
+            )
+
+
 def _filter_tools(app: FastMCP, settings: Settings) -> None:
     """--tools (allowlist), --read-only and --disable-tools narrow the *tools*; resources
-    and prompts stay (FastMCP's `enable(only=True)` would hide those too)."""
+    and prompts stay (FastMCP's `enable(only=True)` would hide those too). Names are
+    taken under our spelling or the profile's (checked by _check_tool_selection)."""
+    renames = _renames(settings)
     if settings.tools:
         app.disable(components={"tool"})
-        app.enable(names=set(settings.tools), components={"tool"})
+        app.enable(names={renames.get(n, n) for n in settings.tools}, components={"tool"})
     if settings.read_only:
         app.disable(tags={WRITE_TAG}, components={"tool"})
     if settings.disable_tools:
-        app.disable(names=set(settings.disable_tools), components={"tool"})
+        app.disable(names={renames.get(n, n) for n in settings.disable_tools}, components={"tool"})
+
+
+def _renames(settings: Settings) -> dict[str, str]:
+    from .profiles import PROFILES
+
+    return PROFILES[settings.profile].renames
 
 
 def _health_route(app: FastMCP) -> None:

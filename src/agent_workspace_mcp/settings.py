@@ -92,7 +92,8 @@ class Settings(BaseModel):
 
     # --- tools and state --------------------------------------------------------------
     tools: Annotated[tuple[str, ...], Opt(
-        "register only these tools (comma-separated, repeatable)",
+        "serve only these of the profile's tools, under our names or the profile's "
+        "(comma-separated, repeatable; an unknown name is an error)",
         TOOLS, "--tools", ("WORKSPACE_MCP_TOOLS",), "A,B",
     )] = ()
     disable_tools: Annotated[tuple[str, ...], Opt(

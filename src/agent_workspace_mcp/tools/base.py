@@ -8,6 +8,7 @@ every text answer to the answer budget.
 import functools
 import inspect
 import logging
+import weakref
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -94,6 +95,11 @@ def one_line_paragraphs(doc: str | None) -> str | None:
     return "\n".join(p for p in paragraphs if p)
 
 
+# The names each app registered (our names, before a profile renames any): what
+# --tools and --disable-tools are checked against (server._check_tool_selection).
+REGISTERED: weakref.WeakKeyDictionary[FastMCP, set[str]] = weakref.WeakKeyDictionary()
+
+
 def add_tool(
     app: FastMCP,
     fn: Callable[..., Any],
@@ -114,6 +120,8 @@ def add_tool(
     # output_schema=None: a `-> str` tool would otherwise also send its text as
     # structuredContent, doubling every answer on the wire.
     # The input schema comes ready-made when schemas.json has it (see schemas.py).
-    app.add_tool(
-        function_tool(fn, title=title, description=description, annotations=annotations, tags=tags)
+    tool = function_tool(
+        fn, title=title, description=description, annotations=annotations, tags=tags
     )
+    app.add_tool(tool)
+    REGISTERED.setdefault(app, set()).add(tool.name)

@@ -115,3 +115,13 @@ def function_tool(
         tags=tags,
         task_config=TaskConfig(mode="forbidden"),
     )
+
+
+def table_names() -> set[str]:
+    """Every tool function the table knows (any profile, any flags): for telling a
+    mistyped --tools name from a tool that is merely not served. Read on that path only."""
+    try:
+        table = json.loads(TABLE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    return {key.rsplit(".", 1)[-1] for key in table}
