@@ -90,13 +90,13 @@ def _main(args: list[str]) -> int:
                 raise ConfigError(
                     f"WORKSPACE_CWD cannot be entered: {settings.cwd} ({exc.strerror})"
                 ) from None
-        note_wide_roots(preflight(settings))
+        wide = wide_roots(preflight(settings))
         if settings.workers > 1:
             # Any worker may answer any request: sessions held in one worker's memory
             # would break on the next request (see transports/workers.py).
             settings = settings.model_copy(update={"stateless": True})
             if worker is None:
-                _say_warnings(settings, [])
+                _say_warnings(settings, wide)
                 from .transports.workers import Supervisor
 
                 gc.enable()  # the supervisor runs as long as the server
@@ -113,7 +113,7 @@ def _main(args: list[str]) -> int:
         say(f"error: {exc}")
         return 2
     if worker is None:  # the supervisor said them once for all workers
-        _say_warnings(settings, [traces_problem] if traces_problem else [])
+        _say_warnings(settings, [*wide, *([traces_problem] if traces_problem else [])])
     line = ready_line(settings, services, app)
     _started()
     if settings.http:
@@ -129,14 +129,15 @@ def _say_warnings(settings, more: list[str]) -> None:
     if settings.shell_mode == "any":
         _warn(
             "--shell-any: the connected agent can run any program as this user (bash "
-            "included). This is not a sandbox."
+            "included); only the command sandbox, where the start-up line names it, limits "
+            "what they reach."
         )
     if settings.http and settings.no_auth:
         _warn(
             f"--no-auth: anyone who can reach {settings.host}:{settings.port} can read and "
             "write the workspace."
         )
-    for warning in [*contradictions(settings), *unknown_environment(), *wide_roots(), *more]:
+    for warning in [*contradictions(settings), *unknown_environment(), *more]:
         _warn(warning)
     if settings.unconfined:
         _warn(
@@ -145,29 +146,24 @@ def _say_warnings(settings, more: list[str]) -> None:
         )
 
 
-_wide: list[str] = []  # set by main once the roots are known
-
-
-def wide_roots() -> list[str]:
-    return list(_wide)
-
-
-def note_wide_roots(registry) -> None:
+def wide_roots(registry) -> list[str]:
     """A root that is `/` or a home directory is almost never meant (a client started
     the server in `/`, or `--root ~`): said once, naming it."""
     home = os.path.realpath(os.path.expanduser("~"))
+    found = []
     for ws in registry:
         if not ws.confined:
             continue
         if ws.root == "/":
-            _wide.append(
+            found.append(
                 f"workspace {ws.name} is / : the agent can read and write the whole file system"
             )
         elif ws.root == home:
-            _wide.append(
+            found.append(
                 f"workspace {ws.name} is your home directory ({ws.root}): the agent can read "
                 "and write every project, key and token in it"
             )
+    return found
 
 
 def contradictions(settings) -> list[str]:

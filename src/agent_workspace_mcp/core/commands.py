@@ -9,6 +9,7 @@ gives for that name. The resolved absolute path is what gets executed.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -268,17 +269,24 @@ def check_bwrap() -> str:
         raise ConfigError(
             "--sandbox bwrap: bubblewrap is not installed (Debian package 'bubblewrap')"
         )
+    problem = _probe(bwrap)
+    if problem:
+        raise ConfigError(f"--sandbox bwrap: {problem}")
+    return bwrap
+
+
+@functools.lru_cache(maxsize=4)
+def _probe(bwrap: str) -> str | None:
+    """Why this bubblewrap cannot run a sandbox here, or None. Once per process and
+    binary: every server built with a command tool asks (sandboxing is the default)."""
     probe = [*bwrap_prefix(bwrap, "/tmp", "/"), "true"]
     try:
         out = subprocess.run(
             probe, capture_output=True, timeout=BWRAP_PROBE_SECONDS, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConfigError(f"--sandbox bwrap: bubblewrap could not start ({exc})") from None
+        return f"bubblewrap could not start ({exc})"
     if out.returncode != 0:
         reason = out.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ConfigError(
-            "--sandbox bwrap: bubblewrap cannot create namespaces here"
-            + (f" ({reason[-1]})" if reason else "")
-        )
-    return bwrap
+        return "bubblewrap cannot create namespaces here" + (f" ({reason[-1]})" if reason else "")
+    return None

@@ -250,19 +250,27 @@ def state_lock(ws: Workspace) -> Iterator[None]:
     if not thread_lock.acquire(timeout=limits.STATE_LOCK_WAIT_SECONDS):
         raise _busy("another call of this server")
     try:
-        with locate_state(ws, ".lock", create_parents=True) as loc:
-            fd = open_state(loc, os.O_RDWR, create=True)
-            assert fd is not None
+        with _lock_file(ws) as fd:
             try:
-                try:
-                    flock_bounded(fd)
-                except LockBusyError as exc:
-                    raise _busy(exc.holder) from None
-                yield
-            finally:
-                os.close(fd)  # closing releases the flock
+                flock_bounded(fd)
+            except LockBusyError as exc:
+                raise _busy(exc.holder) from None
+            yield
     finally:
         thread_lock.release()
+
+
+@contextlib.contextmanager
+def _lock_file(ws: Workspace) -> Iterator[int]:
+    """An fd on `.workspace-mcp/.lock`, opened like every state file; closing it releases
+    any flock taken on it."""
+    with locate_state(ws, ".lock", create_parents=True) as loc:
+        fd = open_state(loc, os.O_RDWR, create=True)
+    assert fd is not None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 def try_state_lock(ws: Workspace) -> bool:
@@ -274,15 +282,11 @@ def try_state_lock(ws: Workspace) -> bool:
     if not thread_lock.acquire(blocking=False):
         return False
     try:
-        with locate_state(ws, ".lock", create_parents=True) as loc:
-            fd = open_state(loc, os.O_RDWR, create=True)
-            assert fd is not None
+        with _lock_file(ws) as fd:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return False
-            finally:
-                os.close(fd)
         return True
     finally:
         thread_lock.release()
