@@ -51,11 +51,16 @@ def _started() -> None:
 
 COMMAND_HELP = {
     "config": (
-        "usage: {prog} config CLIENT DIR [--name NAME] [server options]\n\n"
+        "usage: {prog} config CLIENT DIR [--name NAME] [server options]\n"
+        "       {prog} config CLIENT --http [--url URL] [--token-env VAR] [server options]\n\n"
         "Print a ready-to-paste entry for CLIENT (claude-desktop, cursor, claude-code, "
         "opencode, codex, vscode)\nthat starts this installation on DIR with the given "
         "server options (checked first; paths made\nabsolute; tokens never copied). "
-        "--name NAME names the entry (default agent-workspace).\n"
+        "--name NAME names the entry (default agent-workspace).\n\n"
+        "With --http it prints the client's remote form instead: the server's URL (--url "
+        "for one behind\na proxy) and an Authorization header the client reads from "
+        "AGENT_WORKSPACE_TOKEN (--token-env\nVAR) at connect time; stderr says how to "
+        "start that server.\n"
     ),
     "check": (
         "usage: {prog} check DIR [server options]\n\n"

@@ -3,7 +3,10 @@
 The entry names the absolute path of the executable that is running now (a checkout's
 venv, pipx, uvx alike) and the given options with every directory made absolute, so it
 works as pasted. The options are checked like a real start first: a snippet for a
-configuration that cannot start is never printed.
+configuration that cannot start is never printed. With `--http` the entry is the
+client's remote form instead: the server's URL and an Authorization header that the
+client reads from an environment variable at connect time (a token never goes into a
+config file), and stderr says how to start the server it talks to.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import re
 import shlex
 import sys
 
-from .configuration import PROG, preflight, settings_from_sources
+from .configuration import PROG, base_url, is_wildcard, preflight, settings_from_sources
 from .console import say
 from .core.errors import ConfigError
 from .settings import Settings, options
@@ -113,27 +116,115 @@ def snippet(client: str, command: list[str], args: list[str], name: str = DEFAUL
     return shlex.join(["claude", "mcp", "add", name, "--", *command, *args])
 
 
-def take_name(argv: list[str]) -> tuple[str, list[str]]:
-    """`--name NAME` (or `--name=NAME`) taken out of the server options."""
-    name, rest, i = DEFAULT_NAME, [], 0
+# The variable a remote entry reads its bearer token from (`--token-env` picks another).
+TOKEN_ENV = "AGENT_WORKSPACE_TOKEN"
+ENV_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
+# VS Code does not expand ${env:...} in an http server's headers; its own way to keep a
+# secret out of mcp.json is an input it prompts for once and stores.
+VSCODE_INPUT = "agent-workspace-token"
+
+
+def remote_snippet(client: str, url: str, token_env: str | None, name: str) -> str:
+    """The client's entry for a server it reaches at `url`; `token_env` is None when the
+    server takes no credentials (--no-auth)."""
+    if client == "codex":
+        lines = [f"[mcp_servers.{name}]", f"url = {toml_string(url)}"]
+        if token_env:
+            lines.append(f"bearer_token_env_var = {toml_string(token_env)}")
+        return "\n".join(lines)
+    if client == "claude-code":
+        argv = ["claude", "mcp", "add", "--transport", "http", name, url]
+        if token_env:  # single-quoted: Claude Code expands ${VAR} itself, at connect time
+            argv += ["--header", f"Authorization: Bearer ${{{token_env}}}"]
+        return shlex.join(argv)
+    reference = {
+        "cursor": f"${{env:{token_env}}}",
+        "opencode": f"{{env:{token_env}}}",
+        "vscode": f"${{input:{VSCODE_INPUT}}}",
+    }[client]
+    headers = {"headers": {"Authorization": f"Bearer {reference}"}} if token_env else {}
+    if client == "cursor":
+        return json.dumps({"mcpServers": {name: {"url": url, **headers}}}, indent=2)
+    if client == "opencode":
+        entry = {"type": "remote", "url": url, **headers, "enabled": True}
+        config = {"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}}
+        return json.dumps(config, indent=2)
+    config = {"servers": {name: {"type": "http", "url": url, **headers}}}
+    if token_env:
+        prompt = {"type": "promptString", "id": VSCODE_INPUT, "password": True,
+                  "description": f"bearer token for {name}"}  # fmt: skip
+        config["inputs"] = [prompt]
+    return json.dumps(config, indent=2)
+
+
+def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:
+    """`FLAG VALUE` (or `FLAG=VALUE`) taken out of the server options."""
+    value, rest, i = None, [], 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "--name":
+        if arg == flag:
             if i + 1 >= len(argv):
-                raise ConfigError("--name needs a value")
-            name, i = argv[i + 1], i + 2
+                raise ConfigError(f"{flag} needs a value")
+            value, i = argv[i + 1], i + 2
             continue
-        if arg.startswith("--name="):
-            name = arg.split("=", 1)[1]
+        if arg.startswith(flag + "="):
+            value = arg.split("=", 1)[1]
         else:
             rest.append(arg)
         i += 1
+    return value, rest
+
+
+def take_name(argv: list[str]) -> tuple[str, list[str]]:
+    """`--name NAME` taken out of the server options."""
+    name, rest = _take(argv, "--name")
+    name = DEFAULT_NAME if name is None else name
     if not NAME_RE.match(name) or name == "workspace":
         raise ConfigError(
             f"--name {name!r}: use letters, digits, - and _ (at most 64), and not "
             "'workspace', which Claude Code reserves"
         )
     return name, rest
+
+
+def take_remote(argv: list[str]) -> tuple[str | None, str | None, list[str]]:
+    """`--url URL` and `--token-env VAR` (remote entries only) taken out of the options."""
+    url, argv = _take(argv, "--url")
+    token_env, argv = _take(argv, "--token-env")
+    if url is not None and not re.match(r"\Ahttps?://[^/\s]+\S*\Z", url):
+        raise ConfigError(f"--url must be an http(s) URL such as https://host/mcp, got {url!r}")
+    if token_env is not None and not ENV_RE.match(token_env):
+        raise ConfigError(f"--token-env {token_env!r}: give an environment variable name")
+    return url, token_env, argv
+
+
+def remote(client: str, settings: Settings, url: str | None, token_env: str, name: str) -> str:
+    """The remote entry for a server started with these settings; stderr says how to
+    start that server and where the client's token comes from."""
+    if client == "claude-desktop":
+        raise ConfigError(
+            "Claude Desktop's config file starts local (stdio) servers only; drop --http "
+            "for that entry, or add the URL under Settings > Connectors"
+        )
+    if url is None:
+        if is_wildcard(settings.host) and not settings.public_url:
+            raise ConfigError(
+                f"--host {settings.host} is where the server listens, not an address a "
+                "client can reach: give --url http://HOST:PORT/mcp"
+            )
+        url = base_url(settings) + "/mcp"
+    token = None if settings.no_auth else token_env
+    start = [*server_command(), *server_args(settings)]
+    if settings.token:
+        start += ["--token", f"${token_env}"]
+    auth = "" if settings.token or token is None else " with your --api-key or JWT options"
+    shown = shlex.join(start).replace(f"'${token_env}'", f'"${token_env}"')
+    say(f"start the server with: {shown}{auth}")
+    if token and client == "vscode":
+        say("VS Code asks for the token once and keeps it in its secret storage")
+    elif token:
+        say(f"the client reads its token from {token_env} in its environment")
+    return remote_snippet(client, url, token, name)
 
 
 def main(argv: list[str]) -> int:
@@ -148,22 +239,20 @@ def main(argv: list[str]) -> int:
         return 2
     try:
         name, options = take_name(argv[1:])
+        url, token_env, options = take_remote(options)
         # Only what was given here: the caller's environment (tokens included) stays out.
         settings = settings_from_sources(options, environ={}, dotenv_path=os.devnull)
         preflight(settings)
+        if settings.http:
+            entry = remote(argv[0], settings, url, token_env or TOKEN_ENV, name)
+        elif url is not None or token_env is not None:
+            raise ConfigError("--url and --token-env describe a server started with --http")
     except ConfigError as exc:
         say(f"error: {exc}")
         return 2
     if settings.http:
-        # A client starts a stdio entry itself; `--http` in its arguments would start a
-        # server the client never talks to (and a token must not go into its config).
-        say(
-            "error: config prints entries a client starts itself (stdio); for a server "
-            f"running with --http, give the client its URL http://{settings.host}:"
-            f"{settings.port}/mcp and an 'Authorization: Bearer <token>' header (README: "
-            "Streamable HTTP)"
-        )
-        return 2
+        sys.stdout.write(entry + "\n")
+        return 0
     command, args = server_command(), server_args(settings)
     problem = unwritable([*command, *args])
     if problem:

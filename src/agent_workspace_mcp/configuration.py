@@ -370,6 +370,17 @@ def is_wildcard(host: str) -> bool:
     return host in ("0.0.0.0", "::", "[::]", "")
 
 
+def base_url(settings: Settings) -> str:
+    """Where clients reach this server: --public-url, else the bind address (an IPv6
+    literal in brackets), without a trailing slash."""
+    if settings.public_url:
+        return settings.public_url.rstrip("/")
+    host = settings.host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
 def has_jwt(settings: Settings) -> bool:
     return any((settings.jwt_secret, settings.jwt_public_key, settings.jwks_url))
 

@@ -16,7 +16,7 @@ import anyio
 from fastmcp import FastMCP
 
 from . import prompts
-from .configuration import package_version, preflight
+from .configuration import base_url, package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
 from .core.commands import resolve_sandbox
@@ -133,7 +133,7 @@ def _auth(settings: Settings):
     if settings.auth_server:
         from fastmcp.server.auth import RemoteAuthProvider
 
-        base = settings.public_url or f"http://{settings.host}:{settings.port}"
+        base = base_url(settings)
         return RemoteAuthProvider(
             token_verifier=verifier,
             authorization_servers=[settings.auth_server],
@@ -408,7 +408,7 @@ def _bare_resource_metadata(app: FastMCP, settings: Settings) -> None:
     """
     from starlette.responses import JSONResponse
 
-    base = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
+    base = base_url(settings)
     document = {
         "resource": f"{base}/mcp",
         "authorization_servers": [settings.auth_server],

@@ -147,11 +147,67 @@ def test_the_server_name_is_one_no_client_reserves(tmp_path: Path, client: str) 
         assert refused.stderr.decode().count("\n") == 1
 
 
-def test_config_refuses_http_in_one_line(tmp_path: Path) -> None:
+def remote_of(client: str, text: str, name: str = "agent-workspace") -> tuple[str, str | None]:
+    """(url, where the token comes from) as the client reads its entry."""
+    if client == "codex":
+        entry = tomllib.loads(text)["mcp_servers"][name]
+        return entry["url"], entry.get("bearer_token_env_var")
+    if client == "claude-code":
+        argv = shlex.split(text)
+        assert argv[:6] == ["claude", "mcp", "add", "--transport", "http", name], argv
+        header = argv[argv.index("--header") + 1] if "--header" in argv else None
+        return argv[6], header
+    config = json.loads(text)
+    entry = {"cursor": lambda: config["mcpServers"], "opencode": lambda: config["mcp"],
+             "vscode": lambda: config["servers"]}[client]()[name]  # fmt: skip
+    assert entry.get("type", "http") in ("http", "remote")
+    return entry["url"], entry.get("headers", {}).get("Authorization")
+
+
+TOKEN_FORMS = {
+    "codex": "AGENT_WORKSPACE_TOKEN",
+    "claude-code": "Authorization: Bearer ${AGENT_WORKSPACE_TOKEN}",
+    "cursor": "Bearer ${env:AGENT_WORKSPACE_TOKEN}",
+    "opencode": "Bearer {env:AGENT_WORKSPACE_TOKEN}",
+    "vscode": "Bearer ${input:agent-workspace-token}",
+}
+
+
+@pytest.mark.parametrize("client", sorted(TOKEN_FORMS))
+def test_config_http_prints_the_remote_form(tmp_path: Path, client: str) -> None:
     """Issue 29: `config CLIENT DIR --http --token T` printed a stdio entry with --http."""
-    out = run_config("cursor", str(tmp_path), "--http", "--token", "tok-0123456789abcdef",
+    secret = "tok-0123456789abcdef"
+    out = run_config(client, str(tmp_path), "--http", "--port", "4111", "--token", secret,
                      cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert secret not in (out.stdout + out.stderr).decode()
+    assert remote_of(client, out.stdout.decode()) == (
+        "http://127.0.0.1:4111/mcp", TOKEN_FORMS[client]
+    )
+    start = out.stderr.decode().splitlines()[0]
+    assert start.endswith(f'--root {tmp_path} --http --port 4111 --token "$AGENT_WORKSPACE_TOKEN"')
+    # Behind a proxy, with another variable; without auth, no header at all.
+    proxied = run_config(client, "--http", "--api-key", f"ci={secret}", "--url",
+                         "https://ws.example.test/mcp", "--token-env", "CI_TOKEN", cwd=tmp_path)  # fmt: skip
+    url, token = remote_of(client, proxied.stdout.decode())
+    assert url == "https://ws.example.test/mcp"
+    assert client == "vscode" or "CI_TOKEN" in token
+    bare = run_config(client, "--http", "--no-auth", cwd=tmp_path)
+    assert remote_of(client, bare.stdout.decode()) == ("http://127.0.0.1:3333/mcp", None)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["claude-desktop", "--http", "--no-auth"],  # its file starts local servers only
+        ["codex", "--http", "--host", "0.0.0.0", "--token", "tok-0123456789abcdef"],
+        ["codex", "--http"],  # no auth given: the server would not start
+        ["codex", "--url", "http://127.0.0.1:1/mcp"],  # a remote option without --http
+        ["codex", "--http", "--no-auth", "--url", "ftp://x"],
+        ["codex", "--http", "--no-auth", "--token-env", "1BAD"],
+    ],
+)
+def test_config_http_refuses_what_cannot_work_in_one_line(tmp_path: Path, args) -> None:
+    out = run_config(*args, cwd=tmp_path)
     assert out.returncode == 2 and out.stdout == b""
-    message = out.stderr.decode()
-    assert message.count("\n") == 1 and "http://127.0.0.1:3333/mcp" in message, message
-    assert "tok-0123456789abcdef" not in message
+    assert out.stderr.decode().count("\n") == 1, out.stderr

@@ -4,15 +4,14 @@ prompts/list, as a user of the Inspector would.
 
 The Inspector needs Node 22 or newer. The `node@22` npm package provides that binary, so
 the fixture installs both with npm into a cache directory once (about a minute) and
-reuses them. Without npm or the registry the module is skipped with the reason, except
-in CI (`CI` set), where a missing Inspector is a failure: CI must always run it.
+reuses them (tests/e2e/npm.py). Without npm or the registry the module is skipped with the
+reason, except in CI (`CI` set), where a missing Inspector is a failure.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,48 +19,22 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.http_server import RunningServer, start
+from tests.e2e.npm import CACHE_ROOT, installed
+from tests.helpers import missing
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 NODE = "node@22"
-CACHE = Path(
-    os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"),
-    "agent-workspace-mcp",
-    "inspector-2.12.0",
-)
+CACHE = CACHE_ROOT / "inspector-2.12.0"
 TOKEN = "tok-inspector-0123456789"
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"MCP Inspector unavailable in CI: {reason}")
-    pytest.skip(f"MCP Inspector unavailable ({reason}); needs npm and the npm registry")
 
 
 @pytest.fixture(scope="module")
 def inspector() -> list[str]:
-    bin_dir = CACHE / "node_modules" / ".bin"
-    if not (bin_dir / "inspector").exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            _unavailable("npm not found")
-        staging = CACHE.with_name(CACHE.name + ".partial")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        out = subprocess.run(
-            [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund",
-             "--loglevel=error", NODE, INSPECTOR],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
-        if out.returncode != 0:
-            _unavailable(
-                f"npm install failed: {(out.stderr.strip() or 'no output').splitlines()[-1]}"
-            )
-        shutil.rmtree(CACHE, ignore_errors=True)
-        staging.rename(CACHE)  # only a complete install is ever reused
+    bin_dir = installed(CACHE.name, [NODE, INSPECTOR], "inspector")
     node = bin_dir / "node"
     version = subprocess.run([str(node), "--version"], capture_output=True, text=True)
     if version.returncode != 0 or int(version.stdout.lstrip("v").split(".")[0]) < 22:
-        _unavailable(f"the node@22 package gave no Node 22 ({version.stdout.strip()})")
+        missing(f"the node@22 package gave no Node 22 ({version.stdout.strip()})")
     # The Inspector's launcher runs `node` from PATH: put Node 22 first.
     return [str(node), str(bin_dir / "inspector"), "--cli"]
 
