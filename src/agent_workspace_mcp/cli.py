@@ -191,22 +191,25 @@ def ready_line(settings, services, app) -> str:
 
     # Without middleware: the count is the same, and the listing's schema work (and the
     # jsonref import it brings) waits for a client that asks (issue 15: cold start).
-    tools = len(anyio.run(lambda: app.list_tools(run_middleware=False)))
+    names = {tool.name for tool in anyio.run(lambda: app.list_tools(run_middleware=False))}
+    tools = len(names)
     roots = ", ".join(
         ws.base if not ws.confined else f"{ws.name}={ws.root}" for ws in services.registry
     )
     mode = "unconfined" if settings.unconfined else "confined"
+    # What is served, not what was asked: --tools or a profile may leave a command tool out.
+    served = [n for n in ("run_command", "start_job", "bash", "run_task") if n in names]
     if not settings.execution_allowed:
         commands = "commands off over HTTP"
-    elif settings.shell_mode or settings.tasks or settings.unconfined:
-        commands = (
-            f"commands {settings.shell_mode or ('bash' if settings.unconfined else 'run_task')}"
-        )
+    elif served:
+        notes = [{"allowlist": "allowlist", "any": "any command"}.get(settings.shell_mode or "")]
+        if services.sandbox_said:
+            network = ", network on" if services.bwrap and settings.sandbox_network else ""
+            notes.append(services.sandbox_said + network)
+        shown = "; ".join(n for n in notes if n)
+        commands = f"commands {', '.join(served)}" + (f" ({shown})" if shown else "")
     else:
         commands = "commands off"
-    if services.sandbox_said:
-        network = ", network on" if services.bwrap and settings.sandbox_network else ""
-        commands += f" ({services.sandbox_said}{network})"
     if settings.http:
         waits = f"serving http://{settings.host}:{settings.port}/mcp"
     else:

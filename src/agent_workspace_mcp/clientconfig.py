@@ -11,7 +11,6 @@ config file), and stderr says how to start the server it talks to.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -21,6 +20,7 @@ import sys
 from .configuration import PROG, base_url, is_wildcard, preflight, settings_from_sources
 from .console import say
 from .core.errors import ConfigError
+from .core.nearmiss import closest
 from .settings import Settings, options
 
 CLIENTS = ("claude-desktop", "cursor", "claude-code", "opencode", "codex", "vscode")
@@ -233,7 +233,7 @@ def main(argv: list[str]) -> int:
         if not argv or argv[0].startswith("-"):
             say(f"error: config needs a client first: {choices} (then the server's options)")
         else:
-            close = difflib.get_close_matches(argv[0], CLIENTS, n=2, cutoff=0.6)
+            close = closest(argv[0], CLIENTS, n=2)
             hint = f"; did you mean {' or '.join(close)}?" if close else f"; choose {choices}"
             say(f"error: unknown client {argv[0]!r}{hint}")
         return 2

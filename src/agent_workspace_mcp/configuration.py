@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .core.errors import ConfigError
+from .core.nearmiss import closest
 from .core.workspaces import WorkspaceRegistry
 from .settings import GROUPS, Opt, Settings, options
 
@@ -117,14 +118,13 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def _suggestion(self, message: str) -> str:
         """`; did you mean --read-only?` for a mistyped flag."""
-        import difflib
 
         if not message.startswith("unrecognized arguments: "):
             return ""
         flags = [s for action in self._actions for s in action.option_strings]
         for word in message.removeprefix("unrecognized arguments: ").split():
             if word.startswith("--"):
-                close = difflib.get_close_matches(word.split("=", 1)[0], flags, n=1, cutoff=0.7)
+                close = closest(word.split("=", 1)[0], flags)
                 if close:
                     return f"; did you mean {close[0]}?"
         return ""
@@ -336,7 +336,6 @@ def _apply_profile(values: dict[str, Any], sources: dict[str, str]) -> None:
 
 def unknown_environment(environ: Mapping[str, str] | None = None) -> list[str]:
     """Warnings for our-prefixed variables that no setting reads (likely typos)."""
-    import difflib
 
     known = {
         var
@@ -346,7 +345,7 @@ def unknown_environment(environ: Mapping[str, str] | None = None) -> list[str]:
     warnings = []
     for name in sorted(os.environ if environ is None else environ):
         if name.startswith(("WORKSPACE_MCP_", "CODING_AGENT_MCP_")) and name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+            close = closest(name, known)
             hint = f"; did you mean {close[0]}?" if close else ""
             warnings.append(f"{name} is not a setting and is ignored{hint}")
     return warnings

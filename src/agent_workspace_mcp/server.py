@@ -25,6 +25,7 @@ from .core.errors import ConfigError
 from .core.jobs import JobRegistry, default_job_dir
 from .core.locks import PathLocks
 from .core.memory import Memory
+from .core.nearmiss import closest
 from .core.search.engine import SearchEngine
 from .core.skills import SkillStore
 from .core.sweep import start_sweep
@@ -302,7 +303,6 @@ def _check_tool_selection(settings: Settings, registered: set[str]) -> None:
     name under our spelling or the profile's; a name that is no tool at all, or (for
     --tools) one the profile or the flags do not serve, is a one-line error, never a
     silently smaller server (issue 29)."""
-    import difflib
 
     from .middleware.errors import ENABLED_BY
     from .profiles import PROFILES
@@ -320,7 +320,7 @@ def _check_tool_selection(settings: Settings, registered: set[str]) -> None:
             if renames.get(name, name) in served:
                 continue
             if name not in catalogue and name not in table_names():
-                close = difflib.get_close_matches(name, sorted(served), n=1, cutoff=0.6)
+                close = closest(name, served)
                 hint = f"; did you mean {close[0]}?" if close else "; see --list-profiles"
                 raise ConfigError(f"{flag}: unknown tool '{echo(name)}'{hint}")
             if flag == "--disable-tools":

@@ -182,7 +182,8 @@ def test_config_http_prints_the_remote_form(tmp_path: Path, client: str) -> None
     assert out.returncode == 0, out.stderr
     assert secret not in (out.stdout + out.stderr).decode()
     assert remote_of(client, out.stdout.decode()) == (
-        "http://127.0.0.1:4111/mcp", TOKEN_FORMS[client]
+        "http://127.0.0.1:4111/mcp",
+        TOKEN_FORMS[client],
     )
     start = out.stderr.decode().splitlines()[0]
     assert start.endswith(f'--root {tmp_path} --http --port 4111 --token "$AGENT_WORKSPACE_TOKEN"')

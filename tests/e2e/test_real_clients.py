@@ -174,7 +174,7 @@ def test_codex(bin_dir: Path, project: Path, tmp_path: Path, transport: str) -> 
         (home / ".codex").mkdir(parents=True)
         (home / ".codex" / "config.toml").write_text(entry)
         status = codex_status(bin_dir, home, TOKEN)
-        assert CORE <= set(status["tools"]), status
+        assert set(status["tools"]) >= CORE, status
         assert status["toolsError"] is None
         if transport == "http":
             assert status["authStatus"] == "bearerToken"

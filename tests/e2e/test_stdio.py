@@ -235,6 +235,28 @@ def test_a_start_up_line_says_what_is_served(tmp_path: Path) -> None:
     first = out.stderr.splitlines()[0]
     assert first.startswith("agent-workspace-mcp: v") and ", 18 tools, confined (default=" in first
     assert str(root.resolve()) in first and first.endswith("waiting for a client on stdin")
+    assert ", commands off," in first
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--tasks", "--sandbox", "none"], ", commands run_task (unsandboxed: --sandbox none),"),
+        (["--shell", "--sandbox", "none", "--tools", "read_file,run_command"],
+         ", commands run_command (allowlist; unsandboxed: --sandbox none),"),
+        (["--tasks", "--tools", "read_file"], ", commands off,"),  # issue 29: said run_task
+    ],
+)  # fmt: skip
+def test_the_start_up_line_names_the_command_tools_served(tmp_path: Path, args, says) -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(tmp_path), *args],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert says in out.stderr.splitlines()[-2], out.stderr
 
 
 async def test_a_call_accepted_after_coercion_logs_nothing(ws: Path, tmp_path: Path) -> None:

@@ -268,3 +268,17 @@ async def test_trees_and_names_never_reach_outside(code: Client, ws: Path, outsi
     assert "outside workspace root" in await fails(
         code, "read_symbol", name="top_secret_function", path="linked/secret.py"
     )
+
+
+async def test_symbols_and_paths_share_one_near_miss_rule(code: Client, ws: Path) -> None:
+    """Issue 29: `find_symbol Sesion` got no hint while a path one letter off did."""
+    (ws / "session.py").write_text("class Session:\n    pass\n")
+    assert "did you mean Session" in await fails(code, "find_symbol", name="Sesion")
+    assert "did you mean Session" in await fails(code, "find_symbol", name="Sessio")
+    assert "did you mean session.py" in await fails(code, "read_file", path="sesion.py")
+    assert "did you mean Session" in await fails(
+        code, "read_symbol", name="Sesion", path="session.py"
+    )
+    # Too far from anything, for both: no guess.
+    assert "did you mean" not in await fails(code, "find_symbol", name="Zebra")
+    assert "did you mean" not in await fails(code, "read_file", path="zebra.py")

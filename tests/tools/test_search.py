@@ -426,3 +426,24 @@ async def test_the_parallel_scan_keeps_only_what_the_answer_needs(
                 answers.append(await ok(c, "grep", pattern="hit", maxResults=cap))
         assert answers[0] == answers[1], cap
     assert scans  # (a probe killed at once may still have printed enough to win)
+
+
+@pytest.mark.parametrize("engine", ["python", "rg"])
+async def test_rules_note_follows_a_gitignore_written_mid_session(tmp_path: Path, engine) -> None:
+    """Issue 29: a .gitignore created during a session hid files while the answer said
+    only `no matches` (the note was cached from before the file existed)."""
+    if engine == "rg" and find_rg() is None:
+        pytest.skip("no ripgrep binary")
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "out.log").write_text("the needle\n")
+    async with open_client(Settings(root=str(tmp_path), search_engine=engine)) as client:
+        assert "1 match in 1 file" in await ok(client, "grep", pattern="needle")
+        assert await ok(client, "grep", pattern="absent") == "no matches"
+        await ok(client, "write_file", path=".gitignore", content="build/\n")
+        hidden = "no matches (.gitignore rules hid some files from this search; noIgnore=true includes them)"
+        assert await ok(client, "grep", pattern="needle") == hidden
+        listing = await ok(client, "list_files")
+        assert "build/" not in listing and "rules hid some files from this listing" in listing
+        await ok(client, "delete_path", path=".gitignore")
+        assert "1 match in 1 file" in await ok(client, "grep", pattern="needle")
+        assert await ok(client, "grep", pattern="absent") == "no matches"

@@ -175,6 +175,11 @@ LOCK_STRIPES = 256  # cross-worker path locks: files hashed onto this many lock 
 JOB_RECORD_MAX_BYTES = 16_384  # a job record is a few hundred bytes; bigger ones are not ours
 JOBS_REMEMBERED = 200  # finished jobs past this are forgotten (their logs stay on disk)
 HINT_DIR_ENTRIES = 5000  # a directory larger than this gets no "did you mean" hint
+# ours: every "did you mean" (paths, symbols, tools, flags, profiles, clients): difflib's
+# ratio at least this ("utlis" ~ "utils", "Sesion" ~ "Session", "sc" ~ "src", not
+# "a" ~ "b"), or a candidate that starts with what was typed, once it is this long.
+NEAR_MISS_RATIO = 0.75
+NEAR_MISS_PREFIX_CHARS = 3
 EDIT_MATCHES_LISTED = 10  # ambiguous-match errors name at most this many lines
 EDIT_MATCHES_COUNTED = 1000  # occurrences counted before "matches N times" stops counting
 BWRAP_PROBE_SECONDS = 20.0  # start-up check that bubblewrap can create its namespaces

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from .echo import echo, listing
 from .errors import ConfigError, UnknownWorkspaceError
 from .limits import STATE_DIR_NAME
+from .nearmiss import closest
 
 
 @dataclass(frozen=True)
@@ -91,14 +92,13 @@ def _real_dir(raw: str, what: str) -> tuple[str, str]:
 
 def _near_dir(absolute: str) -> str:
     """`; did you mean /x/project?` for a mistyped directory, from its parent's entries."""
-    import difflib
 
     parent, name = os.path.split(absolute)
     try:
         siblings = [e.name for e in os.scandir(parent) if e.is_dir()]
     except OSError:
         return ""
-    close = difflib.get_close_matches(name, siblings, n=1, cutoff=0.7)
+    close = closest(name, siblings)
     return f"; did you mean {os.path.join(parent, close[0])}?" if close else ""
 
 

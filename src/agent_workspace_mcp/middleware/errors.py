@@ -21,6 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ..core.echo import bounded, echo, wire_safe
 from ..core.errors import WorkspaceError, describe_os_error
 from ..core.limits import ECHO_LISTED, IDENTIFIER_MAX_CHARS
+from ..core.nearmiss import closest
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -164,9 +165,8 @@ def unknown_tool(name: str, available: list[str], remote_exec_off: bool) -> str:
                 "--allow-remote-exec"
             )
         return f"{name} is off: the operator enables it with {ENABLED_BY[name]}"
-    import difflib
 
-    close = difflib.get_close_matches(name, available, n=1, cutoff=0.6)
+    close = closest(name, available)
     hint = f"did you mean {close[0]}?" if close else "tools/list shows the available tools"
     return f"unknown tool '{echo(name)}': {hint}"
 

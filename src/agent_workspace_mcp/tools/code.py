@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Annotated
 
 from fastmcp import FastMCP
@@ -18,6 +17,7 @@ from ..core.limits import (
     GREP_MAX_RESULTS,
     SYMBOL_MATCHES_LISTED,
 )
+from ..core.nearmiss import closest
 from ..core.textio import decode_text
 from ..core.workset import short_sha
 from ..services import Services
@@ -72,7 +72,7 @@ def read_symbol(
         matches = navigate.find_definitions(source, name)
     if not matches:
         names = navigate.names_in(source)
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        close = closest(name, names, n=3)
         hint = f" (did you mean {listing(close)}?)" if close else "; outline lists what it defines"
         raise NotFoundError(f"{source.display}: no definition of {echo(name)}{hint}")
     if len(matches) > 1:

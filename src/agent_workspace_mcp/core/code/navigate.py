@@ -6,7 +6,6 @@ are listed by the search engine, so .gitignore rules and ignored directories app
 
 from __future__ import annotations
 
-import difflib
 import posixpath
 import stat
 import time
@@ -18,6 +17,7 @@ from ..containment import locate
 from ..echo import echo
 from ..errors import BinaryFileError, InvalidArgumentError, NotFoundError
 from ..limits import ANSWER_BYTES, GREP_MAX_RESULTS, LIST_MAX_DEPTH, LIST_MAX_ENTRIES
+from ..nearmiss import closest
 from ..search.engine import SearchEngine
 from ..search.results import GrepQuery, ListQuery
 from ..textio import is_binary, read_bytes
@@ -343,4 +343,4 @@ def near_names(engine: SearchEngine, ws: Workspace, name: str) -> list[str]:
     # (`Sesion` -> `Session`); difflib's ratio then picks, as for paths.
     stem = word[:3]
     rels, _ = files_with(engine, ws, rf"\b{stem}", None, ignore_case=True)
-    return difflib.get_close_matches(word, names_like(ws, rels), n=3, cutoff=0.6)
+    return closest(word, names_like(ws, rels), n=3)

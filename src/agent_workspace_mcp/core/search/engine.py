@@ -63,8 +63,10 @@ class SearchEngine:
         return result, start
 
     def _rules_hid(self, ws: Workspace, start: str, ancestors: list[str]) -> bool:
-        """Cached briefly: agents search in bursts, and the answer rarely changes."""
-        key = (ws.root, start)
+        """Cached briefly, since agents search in bursts, but only while the rules that
+        ask the question are unchanged: a .gitignore written, edited or removed where the
+        search starts (or above it) is seen by the next call."""
+        key = (ws.root, start, tuple(ancestors), _gitignore_identity(ws, start))
         now = time.monotonic()
         cached = self._rules_cache.get(key)
         if cached is not None and now - cached[0] < RULES_CHECK_CACHE_SECONDS:
@@ -93,6 +95,19 @@ class SearchEngine:
         if is_dir and parts and not no_ignore:
             ancestors = ancestor_rules(lambda directory: _read_gitignore(ws, directory), parts)
         return start, is_dir, ancestors
+
+
+def _gitignore_identity(ws: Workspace, directory: str) -> tuple[int, ...] | None:
+    """What changes when the .gitignore in `directory` is written, replaced or removed."""
+    rel = f"{directory}/.gitignore" if directory else ".gitignore"
+    try:
+        with locate(ws, rel if ws.confined else "/" + rel) as loc:
+            st = loc.lstat()
+    except WorkspaceError:
+        return None
+    if st is None:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _read_gitignore(ws: Workspace, directory: str) -> str | None:
