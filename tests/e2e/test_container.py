@@ -11,7 +11,6 @@ initialize, write, read back, /health. .ci/run installs podman and debootstrap.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -22,57 +21,22 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from tests.e2e.http_server import free_port
+from tests.e2e.podman import (
+    BASE,
+    PODMAN,
+    PODMAN_MISSING,
+    REPO,
+    ULIMITS,
+    ca_bundle,
+    ensure_base,
+    run,
+)
 from tests.helpers import requires
 
-REPO = Path(__file__).resolve().parents[2]
-BASE = "localhost/awm-base:bookworm"
 IMAGE = "localhost/agent-workspace-mcp:test"
 TOKEN = "tok-container-0123456789"
-# What works on our machines as root (see the issue): runc, cgroupfs, explicit ulimits.
-PODMAN = ["podman", "--cgroup-manager=cgroupfs", "--runtime", "runc"]
-ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
 
-pytestmark = requires(
-    None
-    if shutil.which("podman") and shutil.which("debootstrap") and shutil.which("runc")
-    else "needs podman, runc and debootstrap"
-)
-
-
-def run(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
-    assert done.returncode == 0, (
-        f"{' '.join(argv[:6])}...: {done.stdout[-2000:]}{done.stderr[-3000:]}"
-    )
-    return done
-
-
-def mirror() -> str:
-    """The Debian mirror apt uses here (the only Debian registry reachable)."""
-    for source in Path("/etc/apt/sources.list.d").glob("*.sources"):
-        for line in source.read_text().splitlines():
-            if line.startswith("URIs:") and line.rstrip().endswith("/debian"):
-                return line.split(":", 1)[1].strip()
-    return "http://deb.debian.org/debian"
-
-
-def ensure_base(tmp: Path) -> None:
-    if subprocess.run([*PODMAN, "image", "exists", BASE]).returncode == 0:
-        return
-    rootfs = tmp / "rootfs"
-    run(
-        ["debootstrap", "--variant=minbase",
-         "--include=python3,python3-venv,python-is-python3,ca-certificates",
-         "bookworm", str(rootfs), mirror()],
-        timeout=1200,
-    )  # fmt: skip
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    run([*PODMAN, "import", "-", BASE], timeout=600, stdin=tar.stdout)
-    tar.wait()
-
-
-def ca_bundle() -> str:
-    return os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt"
+pytestmark = requires(PODMAN_MISSING)
 
 
 @pytest.fixture(scope="module")

@@ -175,6 +175,7 @@ LOCK_STRIPES = 256  # cross-worker path locks: files hashed onto this many lock 
 JOB_RECORD_MAX_BYTES = 16_384  # a job record is a few hundred bytes; bigger ones are not ours
 JOBS_REMEMBERED = 200  # finished jobs past this are forgotten (their logs stay on disk)
 HINT_DIR_ENTRIES = 5000  # a directory larger than this gets no "did you mean" hint
+SHA_SHOWN = 16  # ours: hex digits of sha256 answers show; expectedSha256 takes >= 8
 # ours: every "did you mean" (paths, symbols, tools, flags, profiles, clients): difflib's
 # ratio at least this ("utlis" ~ "utils", "Sesion" ~ "Session", "sc" ~ "src", not
 # "a" ~ "b"), or a candidate that starts with what was typed, once it is this long.
@@ -185,6 +186,10 @@ EDIT_MATCHES_COUNTED = 1000  # occurrences counted before "matches N times" stop
 BWRAP_PROBE_SECONDS = 20.0  # start-up check that bubblewrap can create its namespaces
 JWT_LEEWAY_SECONDS = 30  # issue 8: exp/nbf checked "with small leeway"
 JWKS_FETCH_SECONDS = 10.0  # fetching the issuer's JWKS
+JWKS_CACHE_SECONDS = 300  # ours: the issuer's keys are fetched again after this
+LATENCY_BUCKETS_SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+                           10, 60, 300)  # fmt: skip  # ours: tool-call histogram buckets
+COMMAND_SHOWN_CHARS = 300  # ours: a command line quoted in an answer or error, then "..."
 CHECK_LOG_LINES = 5  # `check` shows the server's last stderr lines when a step fails
 # ours (issue 15): grep's sorted probe runs until it fills maxResults or the parallel scan
 # beside it ends; a probe with no match at all this early is a sparse query and is
@@ -271,6 +276,10 @@ CHECKPOINT_CALL_MAX_BYTES = 64 * MIB  # ours: content one call may add to the st
 CHECKPOINT_INDEX_MAX_LINES = 5_000
 # ours: a manifest up to this size is kept in its index line; larger ones are objects.
 CHECKPOINT_INLINE_MANIFEST_BYTES = 2 * KIB
+# ours: a stored object younger than this is never collected, so a call that stored it
+# and has not yet written its index line (another process, mid-call) keeps it.
+CHECKPOINT_GC_GRACE_SECONDS = 3600
+UNDO_DIFF_MAX_BYTES = 1 * MIB  # ours: undo shows line counts for text files up to this
 UNDO_MAX_STEPS = 100  # ours: undo(steps) at most; a larger range is `to` or `change`
 UNDO_LINES_SHOWN = 30  # ours: per-path lines in an undo answer; the rest are counted
 

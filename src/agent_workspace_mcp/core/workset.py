@@ -22,14 +22,13 @@ from .errors import (
     TooLargeError,
     WorkspaceError,
 )
-from .limits import MAX_FILE_BYTES
+from .limits import MAX_FILE_BYTES, SHA_SHOWN
 from .locks import PathLocks
 from .textio import TextDoc, decode_text, format_size, read_bytes
 from .transaction import Change
 from .workspaces import Workspace
 
 _SHA_RE = re.compile(r"^[0-9a-f]{8,64}$")
-SHA_SHOWN = 16  # hex digits of sha256 that answers show; expectedSha256 accepts any prefix >= 8
 
 
 def short_sha(data: bytes) -> str:

@@ -24,11 +24,12 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
+from ..core.limits import LATENCY_BUCKETS_SECONDS
 from ..services import Services
 from .outcome import Outcome, observed
 
 # Tool calls last from a millisecond (a small read) to minutes (a command).
-LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 300)
+LATENCY_BUCKETS = LATENCY_BUCKETS_SECONDS
 
 
 class Metrics:

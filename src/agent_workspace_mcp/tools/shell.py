@@ -87,7 +87,11 @@ def _protected_fds(ws: Workspace, top: str, allow_git: bool) -> list[tuple[int, 
 
 def shown_command(argv: list[str]) -> str:
     text = shlex.join(argv)
-    return text if len(text) <= 300 else text[:297] + "..."
+    return (
+        text
+        if len(text) <= limits.COMMAND_SHOWN_CHARS
+        else text[: limits.COMMAND_SHOWN_CHARS - 3] + "..."
+    )
 
 
 def _job_started(job: Job, remote: bool) -> str:

@@ -24,7 +24,7 @@ import jwt
 from fastmcp.server.auth import AccessToken, TokenVerifier
 
 from ..core.errors import ConfigError
-from ..core.limits import JWKS_FETCH_SECONDS, JWT_LEEWAY_SECONDS
+from ..core.limits import JWKS_CACHE_SECONDS, JWKS_FETCH_SECONDS, JWT_LEEWAY_SECONDS
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -87,7 +87,10 @@ class JwtVerifier(TokenVerifier):
         else:
             self._key = None
             self._jwks = jwt.PyJWKClient(
-                jwks_url, cache_keys=True, lifespan=300, timeout=int(JWKS_FETCH_SECONDS)
+                jwks_url,
+                cache_keys=True,
+                lifespan=JWKS_CACHE_SECONDS,
+                timeout=int(JWKS_FETCH_SECONDS),
             )
             self.algorithm = algorithm or "RS256"
         if self.algorithm not in ASYMMETRIC and secret is None:

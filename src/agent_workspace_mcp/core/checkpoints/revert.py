@@ -13,14 +13,12 @@ from dataclasses import dataclass, field
 from ..containment import display_path
 from ..echo import listing
 from ..errors import WorkspaceError
-from ..limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_MAX_PATHS, MIB
+from ..limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_MAX_PATHS, MIB, UNDO_DIFF_MAX_BYTES
 from ..workspaces import Workspace
 from .history import Entry, Plan
 from .recorder import Recorder
 from .states import NONE, Budget, State, absolute, apply, capture, children, same
 from .store import Store
-
-DIFF_MAX_BYTES = 1 * MIB  # line counts are shown for text files up to this size
 
 
 class UndoRefused(WorkspaceError):
@@ -167,7 +165,7 @@ def _verb(now: State, want: State, store: Store | None) -> tuple[str, str]:
 
 
 def _line_counts(now: State, want: State, store: Store) -> str:
-    if max(now.get("s", 0), want.get("s", 0)) > DIFF_MAX_BYTES or not now.get("o"):
+    if max(now.get("s", 0), want.get("s", 0)) > UNDO_DIFF_MAX_BYTES or not now.get("o"):
         return ""
     try:
         old = store.get(now["h"], now["s"]).decode("utf-8").splitlines()

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..errors import NotFoundError, WorkspaceError
 from ..limits import (
+    CHECKPOINT_GC_GRACE_SECONDS,
     CHECKPOINT_INDEX_MAX_LINES,
     CHECKPOINT_PRUNE_TO,
     CHECKPOINT_STORE_MAX_BYTES,
@@ -42,7 +43,6 @@ from ..workspaces import Workspace
 DIR = "checkpoints"
 INDEX = "index.jsonl"
 OBJECTS = "objects"
-GC_GRACE_SECONDS = 3600  # an object younger than this is never collected (see above)
 
 
 class LostObjectError(WorkspaceError):
@@ -232,7 +232,7 @@ class Store:
             if digest in referenced:
                 referenced[digest] = size
                 kept += size
-            elif now - mtime > GC_GRACE_SECONDS:
+            elif now - mtime > CHECKPOINT_GC_GRACE_SECONDS:
                 remove()
         # Sizes are charged to the oldest kept call naming each object.
         seen: set[str] = set()
