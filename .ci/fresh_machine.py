@@ -1,8 +1,8 @@
 """The README's promise, checked: its two Quick start commands, verbatim, on a machine
 with only Python 3.11 and pip (issue 29).
 
-A fresh container from the bare base image (tests/e2e/podman.py: Debian with python3
-and its venv/pip module, nothing else: no git, no bubblewrap, no Node, no podman), as a
+A fresh container (tests/e2e/podman.py: Debian with python3 and its venv/pip module, and
+git, which brought the clone; no bubblewrap, no Node, no podman, no ripgrep), as a
 non-root user, without the CI variable, so every test that needs a missing program must
 skip with its one-line reason. The source is the checkout's files (tracked, or new and
 not ignored), copied. The first command runs on an empty project with stdin closed (it
@@ -25,7 +25,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.e2e.podman import BASE, PODMAN, PODMAN_MISSING, ULIMITS, ca_bundle, ensure_base  # noqa: E402
+from tests.e2e.podman import (  # noqa: E402
+    FRESH,
+    FRESH_PACKAGES,
+    PODMAN,
+    PODMAN_MISSING,
+    ULIMITS,
+    ca_bundle,
+    ensure_base,
+)
 
 USER = "1000:1000"
 
@@ -49,7 +57,7 @@ def main() -> int:
         raise SystemExit("README's first command no longer names /path/to/project")
     serve = serve.replace("/path/to/project", "/tmp/project")
     with tempfile.TemporaryDirectory() as tmp:
-        ensure_base(Path(tmp))
+        ensure_base(Path(tmp), FRESH, FRESH_PACKAGES)
         src = Path(tmp) / "agent-workspace-mcp"
         listed = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
         tracked = subprocess.run(listed, cwd=REPO, capture_output=True, check=True)
@@ -69,7 +77,7 @@ def main() -> int:
             "-e", "HOME=/tmp/home", "-e", f"PIP_CERT={'/etc/ssl/certs/host-ca.crt'}",
             "-v", f"{ca_bundle()}:/etc/ssl/certs/host-ca.crt:ro",
             "-v", f"{src}:/work/agent-workspace-mcp", "--tmpfs", "/tmp:exec,mode=1777",
-            BASE, "bash", "-c", script,
+            FRESH, "bash", "-c", script,
         ]  # fmt: skip
         print("fresh machine (python3 and pip only):", shlex.join(argv[:4]), "...", flush=True)
         return subprocess.run(argv, timeout=3600).returncode

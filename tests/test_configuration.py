@@ -215,9 +215,10 @@ def test_config_names_the_client_it_did_not_know(argv: list[str], said: str, cap
     [
         ({"tools": ("read_fil",)}, "--tools: unknown tool 'read_fil'; did you mean read_file?"),
         ({"disable_tools": ("nosuch",)}, "--disable-tools: unknown tool 'nosuch'; see --list-profiles"),
-        ({"tools": ("run_command",)}, "--tools run_command: it is off; enable it with --shell"),
+        ({"tools": ("run_command",)},
+         "--tools run_command: not served: the operator enables it with --shell"),
         ({"profile": "coding-agent", "tools": ("read_file", "git_status")},
-         "--tools git_status: the coding-agent profile does not serve it"),
+         "--tools git_status: not served: the coding-agent profile does not serve it"),
     ],
 )  # fmt: skip
 def test_tool_selection_says_what_it_did(tmp_path: Path, overrides: dict, message: str) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from .configuration import (
     PROG,
+    ListProfilesRequested,
     build_parser,
     package_version,
     preflight,
@@ -87,7 +88,13 @@ def _main(args: list[str]) -> int:
     if args[:1] == ["__worker__"]:
         worker, args = args[1:4], args[4:]
     try:
-        settings = settings_from_sources(args)
+        try:
+            settings = settings_from_sources(args)
+        except ListProfilesRequested:
+            from .server import describe_surfaces
+
+            sys.stdout.write(describe_surfaces() + "\n")
+            return 0
         if settings.unconfined and settings.cwd:
             try:
                 os.chdir(settings.cwd)

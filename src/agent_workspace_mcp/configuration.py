@@ -143,15 +143,17 @@ def _help(opt: Opt, info: Any) -> str:
     return text.replace("%", "%%")
 
 
+class ListProfilesRequested(Exception):
+    """`--list-profiles` was given: the CLI prints each profile's served surface
+    (server.describe_surfaces), which needs the tools this module must not import."""
+
+
 class _ListProfiles(argparse.Action):
     def __init__(self, option_strings, dest, **kwargs) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:
-        from .profiles import describe_profiles
-
-        sys.stdout.write(describe_profiles() + "\n")
-        parser.exit(0)
+        raise ListProfilesRequested
 
 
 def build_parser() -> argparse.ArgumentParser:

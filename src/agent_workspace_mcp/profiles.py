@@ -43,12 +43,3 @@ PROFILES: dict[str, Profile] = {
         defaults={"tasks": True},
     ),
 }  # fmt: skip
-
-
-def describe_profiles() -> str:
-    """`--list-profiles`: one line per profile."""
-    lines = []
-    for profile in PROFILES.values():
-        tools = ", ".join(profile.tools) if profile.tools else "every tool (the default surface)"
-        lines.append(f"{profile.name} ({profile.source}): {tools}")
-    return "\n".join(lines)

@@ -20,12 +20,9 @@ from .configuration import base_url, package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
 from .core.commands import resolve_sandbox
-from .core.echo import echo, listing
-from .core.errors import ConfigError
 from .core.jobs import JobRegistry, default_job_dir
 from .core.locks import PathLocks
 from .core.memory import Memory
-from .core.nearmiss import closest
 from .core.search.engine import SearchEngine
 from .core.skills import SkillStore
 from .core.sweep import start_sweep
@@ -39,9 +36,11 @@ from .middleware.journal import JournalMiddleware
 from .middleware.lean_list import LeanToolListMiddleware
 from .middleware.pipeline import Pipeline
 from .middleware.sessions import SubpathMiddleware
-from .requestctx import WRITE_TAG, current_subject
+from .requestctx import current_subject
 from .services import Services
 from .settings import Settings
+from .surface import Surface
+from .surface import compute as compute_surface
 from .tools import (
     changes,
     code,
@@ -214,6 +213,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
                 get_client_id=lambda _ctx: current_subject() or "anonymous",
             )
         )
+    errors = ErrorShapingMiddleware()
     app = FastMCP(
         SERVER_NAME,
         auth=auth,
@@ -234,7 +234,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
                     ArgumentBoundsMiddleware(),
                     JournalMiddleware(services),
                     AnswerBudgetMiddleware(),
-                    ErrorShapingMiddleware(remote_exec_off=not settings.execution_allowed),
+                    errors,
                     ArgumentRepairMiddleware(),
                     LeanToolListMiddleware(single_workspace=len(registry) == 1),
                 ]
@@ -250,9 +250,8 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         _metrics_route(app, services, protected=auth is not None and not settings.metrics_public)
         if settings.auth_server and auth is not None:
             _bare_resource_metadata(app, settings)
-    _apply_profile(app, settings)
-    _check_tool_selection(settings, REGISTERED.get(app, set()))
-    _filter_tools(app, settings)
+    services.surface = _apply_surface(app, settings)
+    errors.why_not = services.surface.why_not
     if settings.tool_search:
         _tool_search(app, settings)
     return app, services
@@ -278,79 +277,50 @@ def _tool_search(app: FastMCP, settings: Settings) -> None:
     )
 
 
-def _apply_profile(app: FastMCP, settings: Settings) -> None:
-    """A profile's renames (tool transformations over the same implementation) and its
-    exact tool surface; resources and prompts are untouched."""
-    from .profiles import PROFILES
+def _apply_surface(app: FastMCP, settings: Settings) -> Surface:
+    """The served surface (surface.compute: profile, --tools, --disable-tools,
+    --read-only, features) applied to the registered tools: the profile's renames as tool
+    transformations over the same implementation, then exactly the served names enabled.
+    Resources and prompts are untouched."""
+    from .tools.shell import ENABLED_BY
 
-    profile = PROFILES[settings.profile]
-    if profile.renames:
+    registered = REGISTERED.get(app, {})
+    surface = compute_surface(settings, registered, ENABLED_BY, table_names)
+    renames = surface.profile.renames
+    if renames:
         from fastmcp.server.transforms.tool_transform import ToolTransform
         from fastmcp.tools.tool_transform import ToolTransformConfig
 
         app.add_transform(
-            ToolTransform(
-                {old: ToolTransformConfig(name=new) for old, new in profile.renames.items()}
-            )
+            ToolTransform({old: ToolTransformConfig(name=new) for old, new in renames.items()})
         )
-    if profile.tools is not None:
+    if len(surface.served) < len(registered):
         app.disable(components={"tool"})
-        app.enable(names=set(profile.tools), components={"tool"})
+        app.enable(names=set(surface.served), components={"tool"})
+    return surface
 
 
-def _check_tool_selection(settings: Settings, registered: set[str]) -> None:
-    """--tools narrows the profile's surface and --disable-tools removes from it, each
-    name under our spelling or the profile's; a name that is no tool at all, or (for
-    --tools) one the profile or the flags do not serve, is a one-line error, never a
-    silently smaller server (issue 29)."""
+def describe_surfaces() -> str:
+    """`--list-profiles`: each profile's served tools, one line each, from the same
+    surface a server of that profile serves (a server is built per profile, in a
+    throw-away directory; nothing is run)."""
+    import os
+    import tempfile
 
-    from .middleware.errors import ENABLED_BY
+    from .configuration import settings_from_sources
     from .profiles import PROFILES
 
-    profile = PROFILES[settings.profile]
-    renames = profile.renames
-    served = {renames.get(name, name) for name in registered}
-    if profile.tools is not None:
-        served &= set(profile.tools)
-    catalogue = set(registered) | served | set(ENABLED_BY)
-    for other in PROFILES.values():
-        catalogue |= set(other.tools or ()) | set(other.renames.values())
-    for flag, names in (("--tools", settings.tools), ("--disable-tools", settings.disable_tools)):
-        for name in names:
-            if renames.get(name, name) in served:
-                continue
-            if name not in catalogue and name not in table_names():
-                close = closest(name, served)
-                hint = f"; did you mean {close[0]}?" if close else "; see --list-profiles"
-                raise ConfigError(f"{flag}: unknown tool '{echo(name)}'{hint}")
-            if flag == "--disable-tools":
-                continue  # a tool that is not served is already off
-            if name in ENABLED_BY:
-                raise ConfigError(f"--tools {name}: it is off; enable it with {ENABLED_BY[name]}")
-            raise ConfigError(
-                f"--tools {name}: the {profile.name} profile does not serve it (its tools: "
-                f"{listing(sorted(served))})"
+    lines = []
+    with tempfile.TemporaryDirectory() as root:
+        for name, profile in PROFILES.items():
+            where = [] if profile.defaults.get("unconfined") else ["--root", root]
+            settings = settings_from_sources(
+                ["--profile", name, "--no-audit", *where], environ={}, dotenv_path=os.devnull
             )
-
-
-def _filter_tools(app: FastMCP, settings: Settings) -> None:
-    """--tools (allowlist), --read-only and --disable-tools narrow the *tools*; resources
-    and prompts stay (FastMCP's `enable(only=True)` would hide those too). Names are
-    taken under our spelling or the profile's (checked by _check_tool_selection)."""
-    renames = _renames(settings)
-    if settings.tools:
-        app.disable(components={"tool"})
-        app.enable(names={renames.get(n, n) for n in settings.tools}, components={"tool"})
-    if settings.read_only:
-        app.disable(tags={WRITE_TAG}, components={"tool"})
-    if settings.disable_tools:
-        app.disable(names={renames.get(n, n) for n in settings.disable_tools}, components={"tool"})
-
-
-def _renames(settings: Settings) -> dict[str, str]:
-    from .profiles import PROFILES
-
-    return PROFILES[settings.profile].renames
+            _, services = build(settings)
+            served = services.surface.served if services.surface else ()
+            lines.append(f"{name} ({profile.source}): {', '.join(served)}")
+    return "\n".join(lines)
 
 
 def _health_route(app: FastMCP) -> None:

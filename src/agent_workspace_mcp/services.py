@@ -14,8 +14,7 @@ from typing import Any
 from .core.changes import Changes
 from .core.checkpoints.store import Store
 from .core.commands import safe_path_dirs
-from .core.jobs import JobRegistry, default_job_dir
-from .core.limits import JOURNAL_MAX_BYTES_DEFAULT
+from .core.jobs import JobRegistry
 from .core.locks import PathLocks
 from .core.memory import Memory
 from .core.process import scrubbed_env
@@ -24,24 +23,27 @@ from .core.shutdown import Shutdown
 from .core.skills import SkillStore
 from .core.workspaces import SESSION_SUBPATH, Workspace, WorkspaceRegistry, WorkspaceView
 from .settings import Settings
+from .surface import Surface
 
 
 @dataclass
 class Services:
+    # Built from the settings by server.build, the one place that does (no defaults here).
     settings: Settings
     registry: WorkspaceRegistry  # every configured root
+    search: SearchEngine
+    jobs: JobRegistry
+    locks: PathLocks
+    memory: Memory
+    skills: SkillStore
+    bwrap: str | None  # the checked bubblewrap binary when commands are sandboxed
+    sandbox_said: str  # how commands run, for the start-up line ("" when none is served)
     shutdown: Shutdown = field(default_factory=Shutdown)
-    locks: PathLocks = field(default_factory=PathLocks)
-    search: SearchEngine = field(default_factory=SearchEngine)
-    jobs: JobRegistry = field(default_factory=lambda: JobRegistry(default_job_dir()))
-    bwrap: str | None = None  # the checked bubblewrap binary when commands are sandboxed
-    sandbox_said: str = ""  # how commands run, for the start-up line ("" when none is served)
     metrics: Any = None  # middleware.metrics.Metrics when serving HTTP
-    memory: Memory = field(default_factory=lambda: Memory(JOURNAL_MAX_BYTES_DEFAULT))
     changes: Changes = field(default_factory=Changes)
-    skills: SkillStore = field(default_factory=SkillStore)
     # HTTP sessions: id -> who opened it and its workspace subpath (transports.http)
     sessions: dict = field(default_factory=dict)
+    surface: Surface | None = None  # what is served (surface.compute), once registered
 
     @property
     def workspaces(self) -> WorkspaceView:

@@ -62,7 +62,7 @@ def first_sentence(text: str) -> str:
 
 
 def tables() -> dict[str, str]:
-    from .middleware.errors import ENABLED_BY
+    from .tools.shell import ENABLED_BY
 
     by_module: dict[str, list] = {}
     for tool in _tools():

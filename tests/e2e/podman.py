@@ -14,6 +14,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = "localhost/awm-base:bookworm"
+# A user's fresh machine: Python and pip, and git, which brought the clone.
+FRESH = "localhost/awm-fresh:bookworm"
+FRESH_PACKAGES = ("git",)
 # What works on our machines as root (issue 18): runc, cgroupfs, explicit ulimits.
 PODMAN = ["podman", "--cgroup-manager=cgroupfs", "--runtime", "runc"]
 ULIMITS = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
@@ -41,18 +44,17 @@ def mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def ensure_base(tmp: Path) -> None:
-    if subprocess.run([*PODMAN, "image", "exists", BASE]).returncode == 0:
+def ensure_base(tmp: Path, image: str = BASE, extra: tuple[str, ...] = ()) -> None:
+    """`image`, made once: Debian bookworm with Python 3.11, venv/pip, CA certificates
+    (and `extra` packages)."""
+    if subprocess.run([*PODMAN, "image", "exists", image]).returncode == 0:
         return
     rootfs = tmp / "rootfs"
-    run(
-        ["debootstrap", "--variant=minbase",
-         "--include=python3,python3-venv,python-is-python3,ca-certificates",
-         "bookworm", str(rootfs), mirror()],
-        timeout=1200,
-    )  # fmt: skip
+    packages = ",".join(("python3", "python3-venv", "python-is-python3", "ca-certificates", *extra))
+    run(["debootstrap", "--variant=minbase", f"--include={packages}", "bookworm", str(rootfs),
+         mirror()], timeout=1200)  # fmt: skip
     tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    run([*PODMAN, "import", "-", BASE], timeout=600, stdin=tar.stdout)
+    run([*PODMAN, "import", "-", image], timeout=600, stdin=tar.stdout)
     tar.wait()
 
 

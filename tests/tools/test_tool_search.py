@@ -40,7 +40,7 @@ async def test_the_proxy_names_an_unknown_or_hidden_tool(ws: Path) -> None:
     """Issue 28 item 13: `internal error in call_tool (NotFoundError)` before."""
     async with open_client(Settings(root=str(ws), tool_search=True, read_only=True)) as client:
         hidden = await fails(client, "call_tool", name="write_file", arguments={"path": "a"})
-        assert hidden == "unknown tool 'write_file': tools/list shows the available tools"
+        assert hidden == "write_file is off: the server is read-only (--read-only)"
         unknown = await fails(client, "call_tool", name="nosuch", arguments={})
         assert unknown.startswith("unknown tool 'nosuch'") and "internal" not in unknown
     assert not (ws / "a").exists()

@@ -12,6 +12,7 @@ It re-raises `ToolError`, so results remain `isError` (never JSON-RPC errors).
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
@@ -143,37 +144,23 @@ def describe_validation(tool: str, exc: PydanticValidationError, schema: dict) -
     return one_line(f"invalid arguments for {tool}: " + "; ".join(problems))
 
 
-# Tools that exist but are off unless the operator enables them, and how.
-ENABLED_BY = {
-    "run_command": "--shell (or --shell-any)",
-    "start_job": "--shell (or --shell-any)",
-    "job_status": "--shell, --shell-any or --tasks",
-    "job_kill": "--shell, --shell-any or --tasks",
-    "run_task": "--tasks (or --shell)",
-    "bash": "--shell-any (or --unconfined)",
-}
-
-
-def unknown_tool(name: str, available: list[str], remote_exec_off: bool) -> str:
-    """One sentence for a tool name we do not serve: how to enable it, or the near miss."""
+def unknown_tool(name: str, available: list[str], why_not: Callable[[str], str | None]) -> str:
+    """One sentence for a tool name we do not serve: why it is off (the served surface
+    says: server.surface), or the near miss."""
     if len(name) > IDENTIFIER_MAX_CHARS:
         return f"unknown tool '{echo(name)}': tools/list shows the available tools"
-    if name in ENABLED_BY:
-        if remote_exec_off:
-            return (
-                f"{name} is off: command tools are off over HTTP unless the operator passes "
-                "--allow-remote-exec"
-            )
-        return f"{name} is off: the operator enables it with {ENABLED_BY[name]}"
-
+    reason = why_not(name)
+    if reason is not None:
+        return f"{name} is off: {reason}"
     close = closest(name, available)
     hint = f"did you mean {close[0]}?" if close else "tools/list shows the available tools"
     return f"unknown tool '{echo(name)}': {hint}"
 
 
 class ErrorShapingMiddleware(Middleware):
-    def __init__(self, remote_exec_off: bool = False) -> None:
-        self.remote_exec_off = remote_exec_off
+    def __init__(self) -> None:
+        # Why a tool name is not served: set by server.build once the surface is known.
+        self.why_not: Callable[[str], str | None] = lambda _name: None
 
     async def on_call_tool(self, context: MiddlewareContext, call_next):
         name = context.message.name
@@ -183,7 +170,7 @@ class ErrorShapingMiddleware(Middleware):
             available = []
             if context.fastmcp_context is not None:
                 available = [t.name for t in await context.fastmcp_context.fastmcp.list_tools()]
-            raise ToolError(unknown_tool(name, available, self.remote_exec_off)) from None
+            raise ToolError(unknown_tool(name, available, self.why_not)) from None
         except ValidationError as exc:
             cause = exc.__cause__
             if isinstance(cause, PydanticValidationError):
@@ -205,9 +192,7 @@ class ErrorShapingMiddleware(Middleware):
                 if context.fastmcp_context is not None:
                     available = [t.name for t in await context.fastmcp_context.fastmcp.list_tools()]
                 raise ToolError(
-                    unknown_tool(
-                        inner if isinstance(inner, str) else name, available, self.remote_exec_off
-                    )
+                    unknown_tool(inner if isinstance(inner, str) else name, available, self.why_not)
                 ) from None
             if cause is None:
                 message = one_line(str(exc))

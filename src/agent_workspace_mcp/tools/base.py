@@ -95,9 +95,9 @@ def one_line_paragraphs(doc: str | None) -> str | None:
     return "\n".join(p for p in paragraphs if p)
 
 
-# The names each app registered (our names, before a profile renames any): what
-# --tools and --disable-tools are checked against (server._check_tool_selection).
-REGISTERED: weakref.WeakKeyDictionary[FastMCP, set[str]] = weakref.WeakKeyDictionary()
+# The tools each app registered (our names, before a profile renames any) -> whether the
+# tool writes: the input of the served surface (surface.compute, via server.build).
+REGISTERED: weakref.WeakKeyDictionary[FastMCP, dict[str, bool]] = weakref.WeakKeyDictionary()
 
 
 def add_tool(
@@ -124,4 +124,4 @@ def add_tool(
         fn, title=title, description=description, annotations=annotations, tags=tags
     )
     app.add_tool(tool)
-    REGISTERED.setdefault(app, set()).add(tool.name)
+    REGISTERED.setdefault(app, {})[tool.name] = not annotations.read_only_hint

@@ -14,6 +14,7 @@ import os
 import shlex
 import stat
 import time
+from collections.abc import Callable
 from typing import Annotated
 
 import anyio
@@ -38,6 +39,7 @@ from ..core.process import Child, describe_exit
 from ..core.workspaces import Workspace
 from ..requestctx import current_subject
 from ..services import Services
+from ..settings import Settings
 from .base import WorkspaceArg, add_tool, bind
 
 EXECUTES = ToolAnnotations(destructive_hint=True)  # open world: a command can reach anything
@@ -421,26 +423,49 @@ def job_kill(runner: Runner, jobId: Annotated[str, Field(description="The job to
     return _describe_job(runner.services, job, 0)
 
 
+def _shell(s: Settings) -> bool:
+    return s.shell_mode is not None
+
+
+def _unrestricted(s: Settings) -> bool:
+    return s.shell_mode == "any" or s.unconfined
+
+
+def _any_command(s: Settings) -> bool:
+    return _shell(s) or _unrestricted(s) or s.tasks
+
+
+# Each command tool, the flag that registers it (what an agent and the operator are told
+# when it is off, and the README's column) and the condition register() applies: the
+# one home of that fact. Over HTTP none registers without --allow-remote-exec.
+COMMAND_TOOLS: dict[str, tuple[str, Callable[[Settings], bool]]] = {
+    "run_command": ("--shell (or --shell-any)", _shell),
+    "start_job": ("--shell (or --shell-any)", _shell),
+    "bash": ("--shell-any (or --unconfined)", _unrestricted),
+    "run_task": ("--tasks (or --shell)", lambda s: s.tasks or _shell(s)),
+    "job_status": ("--shell, --shell-any or --tasks", _any_command),
+    "job_kill": ("--shell, --shell-any or --tasks", _any_command),
+}
+ENABLED_BY = {name: flag for name, (flag, _) in COMMAND_TOOLS.items()}
+
+
 def register(app: FastMCP, services: Services) -> None:
     settings = services.settings
-    if not settings.execution_allowed:
-        return
-    shell_on = settings.shell_mode is not None
-    unrestricted = settings.shell_mode == "any" or settings.unconfined
-    tasks_on = settings.tasks or shell_on
-    if not (shell_on or unrestricted or tasks_on):
+    if not settings.execution_allowed or not _any_command(settings):
         return
     runner = Runner(services)
-
-    if shell_on:
-        add_tool(app, bind(run_command, runner), annotations=EXECUTES, title="Run command")
-        add_tool(app, bind(start_job, runner), annotations=EXECUTES, title="Start background job")
-    if unrestricted:
-        add_tool(app, bind(bash, runner), annotations=EXECUTES, title="Run bash")
-    if tasks_on:
-        add_tool(app, bind(run_task, runner), annotations=EXECUTES, title="Run build/test task")
-    add_tool(app, bind(job_status, runner), annotations=JOB_STATUS, title="Job status")
-    add_tool(app, bind(job_kill, runner), annotations=EXECUTES, title="Kill job")
+    tools = {
+        "run_command": (run_command, EXECUTES, "Run command"),
+        "start_job": (start_job, EXECUTES, "Start background job"),
+        "bash": (bash, EXECUTES, "Run bash"),
+        "run_task": (run_task, EXECUTES, "Run build/test task"),
+        "job_status": (job_status, JOB_STATUS, "Job status"),
+        "job_kill": (job_kill, EXECUTES, "Kill job"),
+    }
+    for name, (_flag, enabled) in COMMAND_TOOLS.items():
+        if enabled(settings):
+            fn, annotations, title = tools[name]
+            add_tool(app, bind(fn, runner), annotations=annotations, title=title)
 
 
 def _describe_job(services: Services, job: JobView, tail_bytes: int) -> str:
