@@ -266,6 +266,32 @@ def session_call(server: RunningServer, token: str, session: str, tool: str, arg
     return result.get("isError", False), result["content"][0]["text"]
 
 
+def test_subpath_session_refuses_a_directory_replaced_by_another_real_one(
+    keyed: RunningServer, swap_target: tuple[Path, Path]
+) -> None:
+    """Issue 30: the session's directory is moved away and another real directory (not
+    a link) takes its name; the session pinned the first one, so it must refuse, not
+    serve the newcomer (removing the identity check failed no test before)."""
+    swap, _ = swap_target
+    token = "tok-alice-0123456789"
+    session = open_session(keyed, token, **{"x-workspace-subpath": "swap"}).headers[
+        "mcp-session-id"
+    ]
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
+               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    httpx2.post(keyed.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=headers)  # fmt: skip
+    assert not session_call(keyed, token, session, "read_file", {"path": "inner.txt"})[0]
+    swap.rename(swap.parent / "swap-real")
+    swap.mkdir()
+    (swap / "inner.txt").write_text("an impostor\n")
+    for tool, arguments in [("read_file", {"path": "inner.txt"}), ("list_files", {}),
+                            ("write_file", {"path": "new.txt", "content": "x"})]:  # fmt: skip
+        is_error, text = session_call(keyed, token, session, tool, arguments)
+        assert is_error and "moved or replaced" in text and "impostor" not in text, (tool, text)
+    assert sorted(p.name for p in swap.iterdir()) == ["inner.txt"]
+
+
 def test_subpath_session_is_not_moved_by_a_swapped_directory(
     keyed: RunningServer, swap_target: tuple[Path, Path]
 ) -> None:
@@ -633,3 +659,31 @@ def test_a_busy_port_is_named_with_the_flag_to_change(tmp_path: Path) -> None:
                 f"already in use): another program is using port {port}; choose another "
                 "with --port N"
             ), out.stderr
+
+
+def test_the_rate_limit_is_per_subject(tmp_path: Path) -> None:
+    """Issue 30: the per-subject limit was tested with one anonymous client; removing the
+    subject from the limiter's key failed no test. Alice exhausts her bucket, Bob's is
+    untouched."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    server = start(root, "--api-key", "alice=tok-alice-0123456789",
+                   "--api-key", "bob=tok-bob-0123456789", "--rate-limit", "1")  # fmt: skip
+    try:
+
+        def calls(token: str, count: int) -> list[bool]:
+            session = open_session(server, token).headers["mcp-session-id"]
+            headers = {**MCP_HEADERS, "authorization": f"Bearer {token}",
+                       "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+            body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                    "params": {"name": "workspace_list", "arguments": {}}}  # fmt: skip
+            limited = []
+            for _ in range(count):
+                text = httpx2.post(server.url, json=body, headers=headers).text
+                limited.append("Rate limit exceeded" in text)
+            return limited
+
+        assert any(calls("tok-alice-0123456789", 8))
+        assert calls("tok-bob-0123456789", 1) == [False]  # Bob is not Alice
+    finally:
+        assert server.stop() == 0
