@@ -266,6 +266,18 @@ def session_call(server: RunningServer, token: str, session: str, tool: str, arg
     return result.get("isError", False), result["content"][0]["text"]
 
 
+def initialized_session(server: RunningServer, token: str, subpath: str) -> str:
+    """A session confined to `subpath`, opened and initialized as a client does."""
+    session = open_session(server, token, **{"x-workspace-subpath": subpath}).headers[
+        "mcp-session-id"
+    ]
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
+               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    httpx2.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=headers)  # fmt: skip
+    return session
+
+
 def test_subpath_session_refuses_a_directory_replaced_by_another_real_one(
     keyed: RunningServer, swap_target: tuple[Path, Path]
 ) -> None:
@@ -274,13 +286,7 @@ def test_subpath_session_refuses_a_directory_replaced_by_another_real_one(
     serve the newcomer (removing the identity check failed no test before)."""
     swap, _ = swap_target
     token = "tok-alice-0123456789"
-    session = open_session(keyed, token, **{"x-workspace-subpath": "swap"}).headers[
-        "mcp-session-id"
-    ]
-    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
-               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-    httpx2.post(keyed.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=headers)  # fmt: skip
+    session = initialized_session(keyed, token, "swap")
     assert not session_call(keyed, token, session, "read_file", {"path": "inner.txt"})[0]
     swap.rename(swap.parent / "swap-real")
     swap.mkdir()
@@ -298,13 +304,7 @@ def test_subpath_session_is_not_moved_by_a_swapped_directory(
     """Another process replaces the session's directory with a symlink to the outside."""
     swap, outside = swap_target
     token = "tok-alice-0123456789"
-    session = open_session(keyed, token, **{"x-workspace-subpath": "swap"}).headers[
-        "mcp-session-id"
-    ]
-    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
-               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-    httpx2.post(keyed.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=headers)  # fmt: skip
+    session = initialized_session(keyed, token, "swap")
     is_error, text = session_call(keyed, token, session, "read_file", {"path": "inner.txt"})
     assert not is_error and text.startswith("1: inside swap")
     swap.rename(swap.parent / "swap-real")
