@@ -33,15 +33,15 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .containment import GIT_DIR_NAME, open_root, root_cwd
 from .errors import WorkspaceError
+from .fdread import read_regular
 from .limits import GIT_ALTERNATES_MAX_BYTES, GIT_OUTPUT_BYTES, GIT_STATUS_TIMEOUT_SECONDS
-from .osflags import DIR_FLAGS, READ_FLAGS
+from .osflags import DIR_FLAGS
 from .workspaces import Workspace
 
 _SAFE_CONFIG = (
@@ -210,16 +210,9 @@ def _alternates(git_dir: str) -> list[str]:
     real = os.path.realpath(path)
     if real != path:
         return [real]  # reached through a link: judged by where it leads, never read
-    try:
-        fd = os.open(path, READ_FLAGS)
-    except OSError:
+    data = read_regular(None, path, GIT_ALTERNATES_MAX_BYTES)
+    if data is None:
         return []
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return []
-        data = os.read(fd, GIT_ALTERNATES_MAX_BYTES)
-    finally:
-        os.close(fd)
     found = []
     for raw in data.decode("utf-8", "replace").splitlines():
         line = raw.strip()

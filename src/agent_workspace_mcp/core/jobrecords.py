@@ -26,6 +26,7 @@ import stat
 import time
 from collections.abc import Iterator
 
+from .fdread import read_capped
 from .limits import JOB_RECORD_MAX_BYTES, KILL_GRACE_SECONDS
 from .process import group_alive
 
@@ -110,7 +111,7 @@ class JobRecords:
                 or st.st_size > JOB_RECORD_MAX_BYTES
             ):
                 return None
-            raw = os.read(fd, JOB_RECORD_MAX_BYTES + 1)
+            raw = read_capped(fd, JOB_RECORD_MAX_BYTES + 1)
         finally:
             os.close(fd)
         try:

@@ -16,6 +16,7 @@ and a workspace skill of the same name replaces one.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -28,8 +29,9 @@ from importlib.resources.abc import Traversable
 
 from .containment import locate
 from .errors import WorkspaceError
+from .fdread import read_regular
 from .limits import SKILL_FILES_MAX, SKILL_MD_MAX_BYTES, SKILL_TOTAL_MAX_BYTES
-from .osflags import DIR_FLAGS, READ_FLAGS
+from .osflags import DIR_FLAGS
 from .workspaces import Workspace
 
 log = logging.getLogger("agent_workspace_mcp")
@@ -287,6 +289,9 @@ def _scan(folder_fd: int) -> dict[str, tuple[int, float]]:
 
 
 def _read(folder_fd: int, rel: str) -> bytes:
+    """A file of a skill folder, at most the whole skill's bound (SKILL_TOTAL_MAX_BYTES,
+    checked by the scan; the file may have grown since): an OSError if it is gone or no
+    longer a regular file."""
     parts = rel.split("/")
     fd = folder_fd
     opened: list[int] = []
@@ -294,14 +299,10 @@ def _read(folder_fd: int, rel: str) -> bytes:
         for part in parts[:-1]:
             fd = os.open(part, DIR_FLAGS, dir_fd=fd)
             opened.append(fd)
-        file_fd = os.open(parts[-1], READ_FLAGS, dir_fd=fd)
-        try:
-            chunks = []
-            while chunk := os.read(file_fd, 1 << 20):
-                chunks.append(chunk)
-            return b"".join(chunks)
-        finally:
-            os.close(file_fd)
+        data = read_regular(fd, parts[-1], SKILL_TOTAL_MAX_BYTES)
+        if data is None:
+            raise OSError(errno.ENOENT, "no longer a readable regular file")
+        return data
     finally:
         for opened_fd in opened:
             os.close(opened_fd)

@@ -30,6 +30,7 @@ from .errors import (
     WrongTypeError,
     describe_os_error,
 )
+from .fdread import read_capped
 from .limits import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, MIB
 from .osflags import READ_FLAGS
 
@@ -98,15 +99,7 @@ def read_bytes(loc: Located, max_bytes: int = MAX_FILE_BYTES) -> tuple[bytes, os
                 f"{loc.display}: file is too large ({format_size(st.st_size)}; "
                 f"the limit is {format_size(max_bytes)})"
             )
-        chunks = []
-        remaining = max_bytes + 1  # a file that grows while we read is still bounded
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, MIB))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
+        data = read_capped(fd, max_bytes + 1)  # a file that grows while read stays bounded
         if len(data) > max_bytes:
             raise TooLargeError(
                 f"{loc.display}: file grew past {format_size(max_bytes)} while being read"

@@ -31,13 +31,14 @@ from ..errors import (
     WrongTypeError,
     describe_os_error,
 )
+from ..fdread import read_regular
 from ..limits import (
     CHECKPOINT_CALL_MAX_BYTES,
     CHECKPOINT_FILE_MAX_BYTES,
     CHECKPOINT_MAX_PATHS,
     PATH_MAX_CHARS,
 )
-from ..osflags import DIR_FLAGS, READ_FLAGS
+from ..osflags import DIR_FLAGS
 from ..textio import atomic_write
 from ..workspaces import Workspace
 from .store import Store
@@ -152,23 +153,6 @@ def state_problem(state: object) -> str | None:
     return None
 
 
-def _read(dir_fd: int, name: str, size: int) -> bytes | None:
-    try:
-        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks, total = [], 0
-        while total <= size and (chunk := os.read(fd, 1 << 20)):
-            chunks.append(chunk)
-            total += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 def entry_state(
     dir_fd: int, name: str, st: os.stat_result | None, store: Store | None, budget: Budget
 ) -> State:
@@ -184,7 +168,7 @@ def entry_state(
         return {"t": "?"}
     state: State = {"t": "f", "m": mode, "s": st.st_size}
     data = (
-        _read(dir_fd, name, CHECKPOINT_FILE_MAX_BYTES)
+        read_regular(dir_fd, name, CHECKPOINT_FILE_MAX_BYTES + 1)
         if st.st_size <= (CHECKPOINT_FILE_MAX_BYTES)
         else None
     )

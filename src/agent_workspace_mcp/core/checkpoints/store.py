@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import NotFoundError, WorkspaceError
+from ..fdread import read_capped
 from ..limits import (
     CHECKPOINT_GC_GRACE_SECONDS,
     CHECKPOINT_INDEX_MAX_LINES,
@@ -100,14 +101,9 @@ class Store:
             # name would otherwise bring a file from outside the root into a restore.
             if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
                 raise LostObjectError(f"checkpoint data {digest[:12]} is not a plain file")
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
-                if sum(map(len, chunks)) > MAX_FILE_BYTES + 1:
-                    break
+            blob = read_capped(fd, MAX_FILE_BYTES + 2)  # a marker byte, then the content
         finally:
             os.close(fd)
-        blob = b"".join(chunks)
         bound = MAX_FILE_BYTES if size is None else min(size, MAX_FILE_BYTES)
         try:
             if blob[:1] == b"z":

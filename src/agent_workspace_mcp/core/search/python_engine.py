@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from ..containment import open_root
 from ..errors import WorkspaceError
+from ..fdread import read_regular
 from ..limits import (
     ANSWER_BYTES,
     BINARY_SNIFF_BYTES,
@@ -26,7 +27,7 @@ from ..limits import (
     GREP_TIME_BUDGET_SECONDS,
     RULES_CHECK_SECONDS,
 )
-from ..osflags import DIR_FLAGS, READ_FLAGS
+from ..osflags import DIR_FLAGS
 from .results import (
     GrepQuery,
     GrepResult,
@@ -81,16 +82,9 @@ class _Ignores:
 def _read_gitignore(dir_fd: int) -> GitIgnoreSpec | None:
     from pathspec import GitIgnoreSpec
 
-    try:
-        fd = os.open(".gitignore", READ_FLAGS, dir_fd=dir_fd)
-    except OSError:
+    data = read_regular(dir_fd, ".gitignore", GITIGNORE_MAX_BYTES)
+    if data is None:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, GITIGNORE_MAX_BYTES)
-    finally:
-        os.close(fd)
     lines = data.decode("utf-8", "replace").splitlines()
     return GitIgnoreSpec.from_lines(lines) if lines else None
 
@@ -252,24 +246,7 @@ def _open_dirs(root_fd: int, rel: str) -> int:
 
 
 def read_head(dir_fd: int, name: str, size: int) -> bytes | None:
-    try:
-        fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks = []
-        remaining = size
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+    return read_regular(dir_fd, name, size)
 
 
 def searchable_text(data: bytes, truncated: bool) -> str | None:
