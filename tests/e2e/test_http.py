@@ -687,3 +687,22 @@ def test_the_rate_limit_is_per_subject(tmp_path: Path) -> None:
         assert calls("tok-bob-0123456789", 1) == [False]  # Bob is not Alice
     finally:
         assert server.stop() == 0
+
+
+@pytest.mark.parametrize("subpath", ["../outside", "nope", "top.txt"])
+def test_a_bad_subpath_is_named_by_its_header_sessionless_too(
+    keyed: RunningServer, subpath: str
+) -> None:
+    """Issue 30: the header was parsed in three places (session open, a sessionless
+    request, the per-call middleware); one function now parses it and names it."""
+    token = "tok-alice-0123456789"
+    opened = open_session(keyed, token, **{"x-workspace-subpath": subpath})
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "list_files", "arguments": {}}}  # fmt: skip
+    sessionless = httpx2.post(keyed.url, json=body, headers={
+        **MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-protocol-version": "2026-07-28",
+        "x-workspace-subpath": subpath,
+    })  # fmt: skip
+    for answer in (opened, sessionless):
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"].startswith("x-workspace-subpath: "), answer.text

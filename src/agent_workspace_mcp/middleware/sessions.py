@@ -9,8 +9,8 @@ sets the context variable the workspace registry honours. A sessionless request 
 from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from ..core.containment import resolve_subpath
 from ..core.workspaces import SESSION_SUBPATH
+from ..requestctx import SUBPATH_HEADER, parse_subpath
 from ..services import Services
 
 # Set by transports.legacy_sse on the scope of each SSE stream (a key, not an import:
@@ -34,10 +34,10 @@ class SubpathMiddleware(Middleware):
         if session_id:
             info = self.services.sessions.get(session_id)
             return info.subpath if info is not None else None
-        raw = request.headers.get("x-workspace-subpath")
+        raw = request.headers.get(SUBPATH_HEADER)
         if raw is None:
             return None
-        return resolve_subpath(self.services.registry.primary, raw)
+        return parse_subpath(self.services.registry.primary, raw)
 
     async def on_request(self, context: MiddlewareContext, call_next):
         token = SESSION_SUBPATH.set(self._subpath())

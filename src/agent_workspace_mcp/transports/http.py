@@ -32,16 +32,15 @@ from starlette.middleware.cors import CORSMiddleware
 
 from ..configuration import is_loopback, is_wildcard
 from ..console import say
-from ..core import containment
 from ..core.errors import WorkspaceError
 from ..core.limits import HTTP_FRAME_MAX_BYTES, HTTP_TRACKED_SESSIONS
 from ..core.workspaces import Subpath
+from ..requestctx import SUBPATH_HEADER, parse_subpath, subject_of_token
 from ..services import Services
 from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large
 
 log = logging.getLogger("agent_workspace_mcp")
 MCP_PATH = "/mcp"
-SUBPATH_HEADER = "x-workspace-subpath"
 
 
 def allowed_hosts(host: str, port: int, extra: Iterable[str]) -> set[str] | None:
@@ -265,19 +264,12 @@ class SessionInfo:
 
 
 def subject_of(scope) -> str | None:
-    user = scope.get("user")
-    token = getattr(user, "access_token", None)
-    if token is None:
-        return None
-    return getattr(token, "subject", None) or getattr(token, "client_id", None)
+    """The subject of the request's verified token (set by FastMCP's auth middleware)."""
+    return subject_of_token(getattr(scope.get("user"), "access_token", None))
 
 
 def resolve_subpath(services: Services, raw: str) -> Subpath:
-    """The header's directory below the primary root, resolved once (see containment)."""
-    try:
-        return containment.resolve_subpath(services.registry.primary, raw)
-    except WorkspaceError as exc:
-        raise WorkspaceError(f"{SUBPATH_HEADER}: {exc}") from None
+    return parse_subpath(services.registry.primary, raw)
 
 
 class SessionGuard:

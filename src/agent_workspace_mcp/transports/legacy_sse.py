@@ -19,9 +19,9 @@ from starlette.middleware import Middleware
 
 from ..core.errors import WorkspaceError
 from ..core.limits import HTTP_TRACKED_SESSIONS
+from ..requestctx import SUBPATH_HEADER
 from ..services import Services
 from .http import (
-    SUBPATH_HEADER,
     FrameGuard,
     SessionInfo,
     _headers,
