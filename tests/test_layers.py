@@ -22,8 +22,11 @@ FORBIDDEN = {
               f"{PACKAGE}.server"),
     "settings": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.cli"),
     "configuration": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.cli"),
+    "transports": (f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.cli",
+                   f"{PACKAGE}.server"),
     "requestctx": (f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.transports"),
     "profiles": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
+    "surface": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
     "": (f"{PACKAGE}.cli",),  # nothing imports the CLI (but __main__)
 }  # fmt: skip
 
@@ -87,9 +90,11 @@ def test_no_module_imports_across_a_forbidden_edge() -> None:
 
 
 def test_there_is_no_import_cycle() -> None:
+    """None at all, lazy imports included: a lazy import that closes a circle only hides
+    it (issue 30 found two inside packages that way)."""
     modules = all_modules()
     graph = {
-        name: {t for t in imports(path, top_level_only=True) if t in modules and t != name}
+        name: {t for t in imports(path, top_level_only=False) if t in modules and t != name}
         for name, path in modules.items()
     }
     # A package's __init__ importing its own submodules is not a cycle of layers.

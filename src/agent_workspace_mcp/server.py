@@ -12,11 +12,10 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio
 from fastmcp import FastMCP
 
 from . import prompts
-from .configuration import base_url, package_version, preflight
+from .configuration import PROG, package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
 from .core.commands import resolve_sandbox
@@ -60,7 +59,6 @@ from .tools.schemas import table_names
 
 log = logging.getLogger("agent_workspace_mcp")
 
-SERVER_NAME = "agent-workspace-mcp"
 TOOL_MODULES = (
     files,
     editing,
@@ -75,10 +73,6 @@ TOOL_MODULES = (
     workspaces,
     persona,
 )
-
-
-def _version() -> str:
-    return package_version()
 
 
 class _StderrHandler(logging.StreamHandler):
@@ -106,43 +100,6 @@ def _configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(level)
 
 
-def _auth(settings: Settings):
-    """The token verifier for HTTP, or None (stdio, or an explicit --no-auth)."""
-    if not settings.http or settings.no_auth:
-        return None
-    from .transports.auth import AnyOf, JwtVerifier, KeyVerifier
-
-    verifiers = []
-    keys = list(settings.api_keys)
-    if settings.token:
-        keys.insert(0, ("token", settings.token))
-    if keys:
-        verifiers.append(KeyVerifier(keys))
-    if settings.jwt_secret or settings.jwt_public_key or settings.jwks_url:
-        verifiers.append(
-            JwtVerifier(
-                audience=settings.jwt_audience or "",
-                issuer=settings.jwt_issuer,
-                secret=settings.jwt_secret,
-                public_key=settings.jwt_public_key,
-                jwks_url=settings.jwks_url,
-                algorithm=settings.jwt_algorithm,
-            )
-        )
-    verifier = verifiers[0] if len(verifiers) == 1 else AnyOf(verifiers)
-    if settings.auth_server:
-        from fastmcp.server.auth import RemoteAuthProvider
-
-        base = base_url(settings)
-        return RemoteAuthProvider(
-            token_verifier=verifier,
-            authorization_servers=[settings.auth_server],
-            base_url=base,
-            resource_name=SERVER_NAME,
-        )
-    return verifier
-
-
 def _warn_exec_off(settings: Settings) -> None:
     if not settings.execution_allowed and (settings.shell_mode is not None or settings.tasks):
         log.warning("command execution is off over HTTP; pass --allow-remote-exec to enable it")
@@ -154,7 +111,11 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     quiet_expected_failures()
     registry = preflight(settings)
     _warn_exec_off(settings)
-    auth = _auth(settings)
+    auth = None
+    if settings.http and not settings.no_auth:  # lazily: a stdio start imports no HTTP code
+        from .transports.auth import build_auth
+
+        auth = build_auth(settings)
     job_dir = settings.job_dir or default_job_dir()
     shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
     bwrap, sandbox_said = resolve_sandbox(
@@ -215,14 +176,14 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         )
     errors = ErrorShapingMiddleware()
     app = FastMCP(
-        SERVER_NAME,
+        PROG,
         auth=auth,
         instructions=instructions(
             undo=settings.checkpoints
             and not settings.read_only
             and settings.profile == "workspace-mcp"
         ),
-        version=_version(),
+        version=package_version(),
         lifespan=lifespan,
         # Outermost first: the audit and the journal see the final outcome, including the
         # one sentence the error layer made of a failure (what the agent saw). One
@@ -245,11 +206,9 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         module.register(app, services)
     prompts.register(app, services)
     if settings.http:
-        _health_route(app)
-        _ready_route(app, services)
-        _metrics_route(app, services, protected=auth is not None and not settings.metrics_public)
-        if settings.auth_server and auth is not None:
-            _bare_resource_metadata(app, settings)
+        from .transports.routes import add_http_routes
+
+        add_http_routes(app, services, authenticated=auth is not None)
     services.surface = _apply_surface(app, settings)
     errors.why_not = services.surface.why_not
     if settings.tool_search:
@@ -321,75 +280,6 @@ def describe_surfaces() -> str:
             served = services.surface.served if services.surface else ()
             lines.append(f"{name} ({profile.source}): {', '.join(served)}")
     return "\n".join(lines)
-
-
-def _health_route(app: FastMCP) -> None:
-    from starlette.responses import JSONResponse
-
-    @app.custom_route("/health", methods=["GET"])
-    async def health(_request) -> JSONResponse:  # never behind auth; reveals nothing
-        return JSONResponse({"status": "ok", "server": SERVER_NAME, "version": _version()})
-
-
-def _ready_route(app: FastMCP, services: Services) -> None:
-    """`/ready`: every workspace reachable and its state directory writable (a Kubernetes
-    readiness probe; /health stays the liveness probe). No auth; says only yes or no."""
-    from starlette.responses import JSONResponse
-
-    def check() -> str | None:
-        from .core.statefiles import state_lock
-
-        for ws in services.registry:
-            try:
-                with state_lock(ws):  # reaches the root, creates or opens .workspace-mcp/.lock
-                    pass
-            except Exception as exc:
-                log.warning("not ready: workspace %s: %s", ws.name, exc)
-                return f"workspace {ws.name} is not reachable or its state is not writable"
-        return None
-
-    @app.custom_route("/ready", methods=["GET"])
-    async def ready(_request) -> JSONResponse:
-        problem = await anyio.to_thread.run_sync(check)
-        if problem:
-            return JSONResponse({"status": "not ready", "error": problem}, status_code=503)
-        return JSONResponse({"status": "ready"})
-
-
-def _metrics_route(app: FastMCP, services: Services, *, protected: bool) -> None:
-    from prometheus_client import CONTENT_TYPE_LATEST
-    from starlette.responses import Response
-
-    @app.custom_route("/metrics", methods=["GET"])
-    async def metrics(request) -> Response:
-        # FastMCP's authentication layer runs for every route; only /mcp requires it,
-        # so this one checks what it found (same token, API key or JWT as /mcp).
-        if protected and not getattr(request.user, "is_authenticated", False):
-            return Response(status_code=401, headers={"www-authenticate": "Bearer"})
-        return Response(services.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
-
-
-def _bare_resource_metadata(app: FastMCP, settings: Settings) -> None:
-    """RFC 9728 metadata at the bare well-known path too.
-
-    FastMCP serves it at `/.well-known/oauth-protected-resource/mcp` (the path-suffixed
-    form for a resource with a path, which the 401 challenge points to); clients that
-    probe the bare path find the same document here.
-    """
-    from starlette.responses import JSONResponse
-
-    base = base_url(settings)
-    document = {
-        "resource": f"{base}/mcp",
-        "authorization_servers": [settings.auth_server],
-        "scopes_supported": [],
-        "bearer_methods_supported": ["header"],
-        "resource_name": SERVER_NAME,
-    }
-
-    @app.custom_route("/.well-known/oauth-protected-resource", methods=["GET"])
-    async def resource_metadata(_request) -> JSONResponse:
-        return JSONResponse(document)
 
 
 def create_server(settings: Settings | None = None) -> FastMCP:

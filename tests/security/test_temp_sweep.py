@@ -68,7 +68,13 @@ def test_a_killed_write_leaves_nothing_after_the_next_start(ws: Path) -> None:
     for _ in range(20):  # until a kill lands between the temp file and its rename
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(0.3)
+        # Kill the moment a temp file is seen (not after a fixed sleep: on a loaded
+        # machine that rarely fell inside the write).
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any(
+            entry.name.endswith(".awm-tmp") for entry in os.scandir(ws)
+        ):
+            pass
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         left = [*ws.glob(".big.txt.*.awm-tmp"), *ws.glob(".workspace-mcp/**/.*.awm-tmp")]

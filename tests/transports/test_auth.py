@@ -12,7 +12,7 @@ from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.configuration import preflight
 from agent_workspace_mcp.core.errors import ConfigError
 from agent_workspace_mcp.transports.auth import JwtVerifier, KeyVerifier
-from agent_workspace_mcp.transports.http import allowed_hosts, allowed_origins
+from agent_workspace_mcp.transports.guards import allowed_hosts, allowed_origins
 from tests.conftest import open_client
 
 SECRET = "a-shared-secret-of-at-least-32-bytes!!"

@@ -34,8 +34,8 @@ from typing import Any
 from . import limits
 from .containment import Located, locate, parts_below
 from .errors import NotFoundError, OutsideWorkspaceError, TooLargeError, WorkspaceError
+from .flock import LockBusyError, flock_bounded
 from .limits import MAX_FILE_BYTES, MIB, STATE_DIR_NAME, STATE_READ_BYTES
-from .locks import LockBusyError, flock_bounded
 from .osflags import NOFOLLOW_NONBLOCK
 from .textio import atomic_write, kind_of
 from .workspaces import Workspace

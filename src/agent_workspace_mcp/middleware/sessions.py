@@ -1,6 +1,6 @@
 """Apply a session's `x-workspace-subpath` confinement to every call in that session.
 
-The HTTP layer (`transports.http.SessionGuard`) validates the header when a session
+The HTTP layer (`transports.guards.SessionGuard`) validates the header when a session
 opens and records it; this middleware looks the session up for each MCP request and
 sets the context variable the workspace registry honours. A sessionless request (the
 2026-07-28 protocol, or `--stateless`) is its own session: its header applies to it.

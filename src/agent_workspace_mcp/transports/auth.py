@@ -21,10 +21,12 @@ import logging
 
 import anyio
 import jwt
-from fastmcp.server.auth import AccessToken, TokenVerifier
+from fastmcp.server.auth import AccessToken, AuthProvider, TokenVerifier
 
+from ..configuration import PROG, base_url
 from ..core.errors import ConfigError
 from ..core.limits import JWKS_CACHE_SECONDS, JWKS_FETCH_SECONDS, JWT_LEEWAY_SECONDS
+from ..settings import Settings
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -167,3 +169,37 @@ class AnyOf(TokenVerifier):
             if found is not None:
                 return found
         return None
+
+
+def build_auth(settings: Settings) -> TokenVerifier | AuthProvider:
+    """What FastMCP checks every HTTP request with: the static token and API keys, a JWT
+    verifier, or any of them; behind an RFC 9728 provider when --auth-server is given.
+    (The caller asks only for an HTTP server with auth.)"""
+    verifiers = []
+    keys = list(settings.api_keys)
+    if settings.token:
+        keys.insert(0, ("token", settings.token))
+    if keys:
+        verifiers.append(KeyVerifier(keys))
+    if settings.jwt_secret or settings.jwt_public_key or settings.jwks_url:
+        verifiers.append(
+            JwtVerifier(
+                audience=settings.jwt_audience or "",
+                issuer=settings.jwt_issuer,
+                secret=settings.jwt_secret,
+                public_key=settings.jwt_public_key,
+                jwks_url=settings.jwks_url,
+                algorithm=settings.jwt_algorithm,
+            )
+        )
+    verifier = verifiers[0] if len(verifiers) == 1 else AnyOf(verifiers)
+    if settings.auth_server:
+        from fastmcp.server.auth import RemoteAuthProvider
+
+        return RemoteAuthProvider(
+            token_verifier=verifier,
+            authorization_servers=[settings.auth_server],
+            base_url=base_url(settings),
+            resource_name=PROG,
+        )
+    return verifier

@@ -21,7 +21,7 @@ from ..core.errors import WorkspaceError
 from ..core.limits import HTTP_TRACKED_SESSIONS
 from ..requestctx import SUBPATH_HEADER
 from ..services import Services
-from .http import (
+from .guards import (
     FrameGuard,
     SessionInfo,
     _headers,

@@ -16,30 +16,12 @@ the calls of one change.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidArgumentError, WorkspaceError
 from .states import NONE, State, restorable, same, state_problem, valid_rel
-from .store import LostObjectError, Store
-
-
-def manifest_of(store: Store, line: dict[str, Any]) -> dict[str, Any] | None:
-    """`{path: [before, after]}` of an index line; None when pruned or lost."""
-    if line.get("pruned"):
-        return None
-    inline = line.get("p")
-    if isinstance(inline, dict):
-        return inline
-    digest = line.get("m")
-    if not isinstance(digest, str):
-        return {}
-    try:
-        loaded = json.loads(store.get(digest))
-    except (LostObjectError, ValueError):
-        return None
-    return loaded if isinstance(loaded, dict) else None
+from .store import Store
 
 
 @dataclass
@@ -120,7 +102,7 @@ class History:
         return self.subject is None or entry.by == self.subject
 
     def _entry(self, line: dict[str, Any]) -> Entry:
-        manifest = manifest_of(self.store, line)
+        manifest = self.store.manifest(line)
         # A planted or damaged line is kept (its id stays findable) but restores nothing:
         # every state is checked here, before an undo changes anything (issue 28).
         problem = line_problem(line, manifest)

@@ -208,16 +208,31 @@ class Store:
         write_text(self.ws, "".join(dumps(x) + "\n" for x in lines), DIR, INDEX)
         return total, len(lines)
 
+    def manifest(self, line: dict[str, Any]) -> dict[str, Any] | None:
+        """`{path: [before, after]}` of an index line (inline, or an object it names);
+        None when pruned or lost."""
+        if line.get("pruned"):
+            return None
+        inline = line.get("p")
+        if isinstance(inline, dict):
+            return inline
+        digest = line.get("m")
+        if not isinstance(digest, str):
+            return {}
+        try:
+            loaded = json.loads(self.get(digest))
+        except (LostObjectError, ValueError):
+            return None
+        return loaded if isinstance(loaded, dict) else None
+
     def _collect(self, lines: list[dict[str, Any]]) -> int:
         """Delete objects no kept call names; re-attribute sizes; return the kept total."""
-        from .history import manifest_of  # the index format lives there
-
         referenced: dict[str, int] = {}
         for line in lines:
             if line.get("pruned"):
                 continue
             owned = 0
-            for digest in _digests(line, manifest_of(self, line)):
+            for digest in _digests(line, self.manifest(line)):
                 if digest not in referenced:
                     referenced[digest] = 0
                     owned += 1
@@ -236,7 +251,7 @@ class Store:
             if line.pop("_owned", None) is None:
                 continue
             charged = 0
-            for digest in _digests(line, manifest_of(self, line)):
+            for digest in _digests(line, self.manifest(line)):
                 if digest not in seen:
                     seen.add(digest)
                     charged += referenced.get(digest, 0)
