@@ -116,3 +116,18 @@ def test_there_is_no_import_cycle() -> None:
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+def test_every_import_of_the_package_names_a_module_that_exists() -> None:
+    """A lazy import is only run when its branch is: a module moved without its lazy
+    importers updated would fail only there (issue 30: `core/exec/` caught one)."""
+    modules = all_modules()
+    packages = {name.rpartition(".")[0] for name in modules}
+    missing = []
+    for name, path in modules.items():
+        for target in imports(path, top_level_only=False):
+            if not target.startswith(PACKAGE):
+                continue
+            if target not in modules and target not in packages:
+                missing.append(f"{name} imports {target}")
+    assert missing == []

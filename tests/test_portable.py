@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from agent_workspace_mcp.core import features
-from agent_workspace_mcp.core.commands import check_bwrap
 from agent_workspace_mcp.core.containment import root_cwd
 from agent_workspace_mcp.core.errors import ConfigError
+from agent_workspace_mcp.core.exec.commands import check_bwrap
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.conftest import PORTABLE
 

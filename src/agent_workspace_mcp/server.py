@@ -18,8 +18,8 @@ from . import prompts
 from .configuration import PROG, package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
-from .core.commands import resolve_sandbox
-from .core.jobs import JobRegistry, default_job_dir
+from .core.exec.commands import resolve_sandbox
+from .core.exec.jobs import JobRegistry, default_job_dir
 from .core.locks import PathLocks
 from .core.memory import Memory
 from .core.search.engine import SearchEngine

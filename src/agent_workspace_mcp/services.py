@@ -13,11 +13,11 @@ from typing import Any
 
 from .core.changes import Changes
 from .core.checkpoints.store import Store
-from .core.commands import safe_path_dirs
-from .core.jobs import JobRegistry
+from .core.exec.commands import safe_path_dirs
+from .core.exec.jobs import JobRegistry
+from .core.exec.process import scrubbed_env
 from .core.locks import PathLocks
 from .core.memory import Memory
-from .core.process import scrubbed_env
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
 from .core.skills import SkillStore

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent_workspace_mcp.core.commands import Policy, safe_path_dirs, task_argv
 from agent_workspace_mcp.core.errors import InvalidArgumentError
+from agent_workspace_mcp.core.exec.commands import Policy, safe_path_dirs, task_argv
 
 
 def make_exe(path: Path) -> Path:

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from agent_workspace_mcp.core.errors import NotFoundError, WorkspaceError
-from agent_workspace_mcp.core.jobrecords import JobRecords, leader_alive, process_start
-from agent_workspace_mcp.core.jobs import JobRegistry
-from agent_workspace_mcp.core.process import Child, start_output_pump
+from agent_workspace_mcp.core.exec.jobrecords import JobRecords, leader_alive, process_start
+from agent_workspace_mcp.core.exec.jobs import JobRegistry
+from agent_workspace_mcp.core.exec.process import Child, start_output_pump
 
 
 @pytest.fixture

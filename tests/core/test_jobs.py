@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from agent_workspace_mcp.core.errors import NotFoundError
-from agent_workspace_mcp.core.jobs import JobRegistry
-from agent_workspace_mcp.core.process import CappedLog, Child
+from agent_workspace_mcp.core.exec.jobs import JobRegistry
+from agent_workspace_mcp.core.exec.process import CappedLog, Child
 
 
 def test_jobs_belong_to_their_owner(tmp_path: Path) -> None:

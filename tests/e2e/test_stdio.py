@@ -157,8 +157,8 @@ def test_stopping_the_server_kills_running_jobs(ws: Path, how: str) -> None:
 
 def test_stopping_the_server_kills_sandboxed_jobs(ws: Path) -> None:
     """Jobs in the default sandbox have pids of their own namespace: found by a marker."""
-    from agent_workspace_mcp.core.commands import check_bwrap
     from agent_workspace_mcp.core.errors import ConfigError
+    from agent_workspace_mcp.core.exec.commands import check_bwrap
 
     try:
         check_bwrap()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from agent_workspace_mcp import Settings
-from agent_workspace_mcp.core.commands import check_bwrap
 from agent_workspace_mcp.core.errors import ConfigError
+from agent_workspace_mcp.core.exec.commands import check_bwrap
 from tests.conftest import open_client
 from tests.helpers import ok, requires
 

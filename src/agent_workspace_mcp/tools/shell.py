@@ -10,32 +10,24 @@ kills its process group.
 """
 
 import contextlib
-import os
-import shlex
-import stat
-import time
 from collections.abc import Callable
 from typing import Annotated
 
-import anyio
 from fastmcp import Context, FastMCP
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from ..core import activity, features, limits
-from ..core.commands import (
+from ..core import activity, limits
+from ..core.containment import locate
+from ..core.errors import InvalidArgumentError
+from ..core.exec.commands import (
     DEFAULT_ALLOWLIST,
     Policy,
-    bwrap_prefix,
-    hidden_homes,
     task_argv,
-    toolchains_in,
     which,
 )
-from ..core.containment import GIT_DIR_NAME, locate, open_dir, parts_below
-from ..core.errors import InvalidArgumentError, WorkspaceError, WrongTypeError
-from ..core.jobs import Job, JobView
-from ..core.process import Child, describe_exit
+from ..core.exec.jobs import JobView
+from ..core.exec.runner import Confinement, Runner
 from ..core.workspaces import Workspace
 from ..requestctx import current_subject
 from ..services import Services
@@ -69,43 +61,9 @@ Background = Annotated[
 ]
 
 
-def _protected_fds(ws: Workspace, top: str, allow_git: bool) -> list[tuple[int, str]]:
-    """O_PATH fds on `.git` and `.workspace-mcp` at the bound root, with their sandbox paths."""
-    names = [limits.STATE_DIR_NAME] if allow_git else [GIT_DIR_NAME, limits.STATE_DIR_NAME]
-    found = []
-    for name in names:
-        rel = name if ws.confined else os.path.join(top, name)
-        try:
-            with locate(ws, rel) as loc:
-                if loc.lstat() is None:
-                    continue
-                flags = features.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
-                fd = os.open(loc.name, flags, dir_fd=loc.dir_fd)
-                found.append((fd, loc.real_abs))
-        except (WorkspaceError, OSError):
-            continue  # missing, or leading outside the root (which is read-only anyway)
-    return found
-
-
-def shown_command(argv: list[str]) -> str:
-    text = shlex.join(argv)
-    return (
-        text
-        if len(text) <= limits.COMMAND_SHOWN_CHARS
-        else text[: limits.COMMAND_SHOWN_CHARS - 3] + "..."
-    )
-
-
-def _job_started(job: Job, remote: bool) -> str:
-    """Over HTTP the log's host path is not shown: it means nothing to a remote agent and
-    tells it about the host (job_status reads the log)."""
-    when = job.started_at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    log = "" if remote else f"; log: {job.log.path}"
-    return f"Started job {job.id} (pid {job.pid}) at {when}{log}; poll job_status"
-
-
-class Runner:
-    """Shared by every executing tool: resolve, spawn, wait with progress, promote, answer."""
+class Commands:
+    """What every command tool shares: the services, the allowlist policies and the
+    core run loop (core/exec/runner.Runner), configured once from the settings."""
 
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -114,118 +72,32 @@ class Runner:
         allow = set(DEFAULT_ALLOWLIST) | set(settings.shell_allow)
         self.policy = Policy(settings.shell_mode or "allowlist", frozenset(allow), self.path_dirs)
         self.any_policy = Policy("any", frozenset(), self.path_dirs)
+        confinement = Confinement(
+            services.bwrap,
+            network=settings.sandbox_network,
+            allow_git_writes=settings.allow_git_writes,
+            die_with_parent=settings.workers <= 1,
+        )
+        self.runner = Runner(
+            services.jobs,
+            confinement,
+            env=services.child_env,
+            path_dirs=services.child_path_dirs,
+            promote_after_ms=settings.promote_after_ms,
+            remote=bool(settings.http),
+        )
 
     def cwd(self, ws: Workspace, cwd: str | None) -> str:
-        with locate(ws, cwd or ".") as loc:
-            st = loc.lstat()
-            if st is None or not stat.S_ISDIR(st.st_mode):
-                raise WrongTypeError(f"cwd is not a directory: {loc.display}")
-            return loc.real_abs
+        return self.runner.cwd(ws, cwd)
 
-    def spawn(self, ws: Workspace, argv: list[str], executable: str, cwd: str) -> Child:
-        """Start the child in the checked cwd (by fd); under bwrap, bind the checked root
-        by fd and `.git` plus the state directory read-only (unless --allow-git-writes)."""
-        settings = self.services.settings
-        env = self.services.child_env()
-        with contextlib.ExitStack() as fds:
-            cwd_fd = open_dir(ws, parts_below(ws, cwd))
-            fds.callback(os.close, cwd_fd)
-            fd_cwd = features.fd_path(cwd_fd, cwd)
-            if self.services.bwrap is None:
-                return Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
-            top = ws.root if ws.confined else ws.base
-            top_fd = open_dir(ws, () if ws.confined else parts_below(ws, top))
-            fds.callback(os.close, top_fd)
-            read_only = []
-            for fd, dest in _protected_fds(ws, top, settings.allow_git_writes):
-                fds.callback(os.close, fd)
-                read_only.append((fd, dest))
-            hidden = hidden_homes(env)
-            prefix = bwrap_prefix(
-                self.services.bwrap,
-                top,
-                cwd,
-                root_fd=top_fd,
-                read_only=read_only,
-                network=settings.sandbox_network,
-                hidden=hidden,
-                toolchains=toolchains_in(hidden, self.services.child_path_dirs()),
-                die_with_parent=settings.workers <= 1,
-            )
-            passed = (cwd_fd, top_fd, *(fd for fd, _ in read_only))
-            return Child(
-                [*prefix, executable, *argv[1:]],
-                executable=None,
-                cwd=fd_cwd,
-                env=env,
-                pass_fds=passed,
-            )
+    async def run(self, ctx: Context | None, ws: Workspace, argv: list[str], executable: str,
+                  cwd: str, timeout_ms: int, background: bool) -> str:  # fmt: skip
+        async def progress(elapsed: float, total: float, command: str) -> None:
+            if ctx is not None:
+                await _progress(ctx, elapsed, total, command)
 
-    async def run(
-        self,
-        ctx: Context | None,
-        ws: Workspace,
-        argv: list[str],
-        executable: str,
-        cwd: str,
-        timeout_ms: int,
-        background: bool,
-    ) -> str:
-        registry = self.services.jobs
-        owner = current_subject()
-        child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
-        command = shown_command(argv)
-        activity.record(detail=command)
-        activity.ran_command()
-        if background:
-            job = registry.adopt(child, command=command, cwd=cwd, owner=owner, name=None,
-                                 max_runtime_ms=timeout_ms, replay=True)  # fmt: skip
-            activity.record(result=f"started ({job.id})")
-            return _job_started(job, self.services.settings.http)
-        promote_after = self.services.settings.promote_after_ms / 1000
-        started = time.monotonic()
-        next_progress = started + limits.PROGRESS_INTERVAL_SECONDS
-        pause = 0.002
-        try:
-            while not child.finished.is_set():
-                await anyio.sleep(pause)
-                pause = min(pause * 2, 0.05)
-                now = time.monotonic()
-                if now - started >= timeout_ms / 1000:
-                    child.timed_out = True
-                    await anyio.to_thread.run_sync(child.kill)
-                    break
-                if now - started >= promote_after:
-                    remaining = int(timeout_ms - (now - started) * 1000)
-                    job = registry.adopt(
-                        child, command=command, cwd=cwd, owner=owner, name=None,
-                        max_runtime_ms=max(remaining, 1), replay=False,
-                    )  # fmt: skip
-                    activity.record(result=f"moved to background ({job.id})")
-                    so_far = child.buffer.text().rstrip("\n") or "(no output yet)"
-                    waited = int(promote_after * 1000)
-                    return (
-                        f"$ {command}\n{so_far}\n[still running after {waited} ms: moved to "
-                        f"background job {job.id}; poll job_status, stop with job_kill]"
-                    )
-                if ctx is not None and now >= next_progress:
-                    next_progress = now + limits.PROGRESS_INTERVAL_SECONDS
-                    await _progress(ctx, now - started, timeout_ms / 1000, command)
-        except BaseException:
-            # Cancelled (or the server is going down): the command must not outlive us.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(child.kill)
-            raise
-        outcome = child.outcome()
-        output = child.buffer.text().rstrip("\n") or "(no output)"
-        status = describe_exit(outcome, timeout_ms)
-        code = outcome.exit_code
-        activity.record(
-            result=f"timed out ({outcome.duration_ms}ms)"
-            if outcome.timed_out
-            else f"exit {code} ({outcome.duration_ms}ms)"
-        )
-        return f"$ {command}\n{output}\n[{status}]"
+        return await self.runner.run(ws, argv, executable, cwd, timeout_ms, background,
+                                     owner=current_subject(), progress=progress)  # fmt: skip
 
 
 async def _progress(ctx: Context, elapsed: float, total: float, command: str) -> None:
@@ -237,7 +109,7 @@ async def _progress(ctx: Context, elapsed: float, total: float, command: str) ->
 
 
 async def run_command(
-    runner: Runner,
+    runner: Commands,
     command: Argv,
     cwd: Cwd = None,
     timeoutMs: TimeoutMs = limits.RUN_TIMEOUT_DEFAULT_MS,
@@ -267,7 +139,7 @@ run_command.__doc__ = (run_command.__doc__ or "").format(
 
 
 async def bash(
-    runner: Runner,
+    runner: Commands,
     command: Annotated[
         str, Field(min_length=1, description="A bash command line, run with `bash -c`.")
     ],
@@ -300,7 +172,7 @@ async def bash(
 
 
 async def run_task(
-    runner: Runner,
+    runner: Commands,
     runner_name: Annotated[
         str,
         Field(alias="runner", description="pytest, npm, pnpm, yarn, maven, gradle, go or cargo."),
@@ -344,7 +216,7 @@ async def run_task(
 
 
 async def start_job(
-    runner: Runner,
+    runner: Commands,
     command: Argv,
     cwd: Cwd = None,
     name: Annotated[
@@ -368,19 +240,12 @@ async def start_job(
     ws = runner.services.workspaces.get(workspace)
     cwd_real = runner.cwd(ws, cwd)
     executable = runner.policy.resolve(command[0], cwd_real)
-    child = await anyio.to_thread.run_sync(runner.spawn, ws, command, executable, cwd_real)
-    shown = shown_command(command)
-    job = runner.services.jobs.adopt(
-        child, command=shown, cwd=cwd_real, owner=current_subject(), name=name,
-        max_runtime_ms=maxRuntimeMs, replay=True,
-    )  # fmt: skip
-    activity.record(detail=shown, result=f"started ({job.id})")
-    activity.ran_command()
-    return _job_started(job, runner.services.settings.http)
+    return await runner.runner.start(ws, command, executable, cwd_real, owner=current_subject(),
+                                     name=name, max_runtime_ms=maxRuntimeMs)  # fmt: skip
 
 
 def job_status(
-    runner: Runner,
+    runner: Commands,
     jobId: Annotated[
         str | None, Field(description="Omit to list your 20 most recent jobs.")
     ] = None,
@@ -411,7 +276,7 @@ def job_status(
     return answer
 
 
-def job_kill(runner: Runner, jobId: Annotated[str, Field(description="The job to stop.")]) -> str:
+def job_kill(runner: Commands, jobId: Annotated[str, Field(description="The job to stop.")]) -> str:
     """Stop a job: SIGTERM to its whole process group, SIGKILL after 3 s.
 
     Killing a job that already finished is not an error.
@@ -453,7 +318,7 @@ def register(app: FastMCP, services: Services) -> None:
     settings = services.settings
     if not settings.execution_allowed or not _any_command(settings):
         return
-    runner = Runner(services)
+    runner = Commands(services)
     tools = {
         "run_command": (run_command, EXECUTES, "Run command"),
         "start_job": (start_job, EXECUTES, "Start background job"),

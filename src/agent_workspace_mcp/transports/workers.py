@@ -7,7 +7,7 @@ every request stands alone, so any worker can answer it and no session has to be
 routed (sessions held in one worker's memory would break as soon as the next request
 reached another). Whatever must be shared is on disk, under the existing locks:
 journal, notes, changes and checkpoints in the state directory; background jobs as
-records in one private job directory made for this supervisor (`core.jobrecords`);
+records in one private job directory made for this supervisor (`core.exec.jobrecords`);
 per-path edit locks as flocks in each workspace's state directory (`core.locks`);
 metrics through prometheus-client's multiprocess files in the private directory.
 
@@ -35,8 +35,8 @@ import time
 
 from ..console import say
 from ..core import limits
-from ..core.jobrecords import JobRecords, leader_alive
-from ..core.jobs import default_job_dir
+from ..core.exec.jobrecords import JobRecords, leader_alive
+from ..core.exec.jobs import default_job_dir
 
 WORKER_COMMAND = "__worker__"
 _PR_SET_PDEATHSIG = 1

@@ -26,8 +26,8 @@ import stat
 import time
 from collections.abc import Iterator
 
-from .fdread import read_capped
-from .limits import JOB_RECORD_MAX_BYTES, KILL_GRACE_SECONDS
+from ..fdread import read_capped
+from ..limits import JOB_RECORD_MAX_BYTES, KILL_GRACE_SECONDS
 from .process import group_alive
 
 JOB_ID = re.compile(r"^job-[0-9a-f]{12}$")

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from .limits import (
+from ..limits import (
     KILL_GRACE_SECONDS,
     OUTPUT_COLLAPSE_BYTES,
     OUTPUT_HEAD_BYTES,

@@ -27,10 +27,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .echo import echo
-from .errors import NotFoundError, WorkspaceError
+from ..echo import echo
+from ..errors import NotFoundError, WorkspaceError
+from ..limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED, REMOTE_KILL_WAIT_SECONDS
 from .jobrecords import JobRecords, leader_alive, process_start
-from .limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED, REMOTE_KILL_WAIT_SECONDS
 from .process import CappedLog, Child, start_output_pump, strip_ansi
 
 
@@ -165,7 +165,7 @@ class JobRegistry:
             raise WorkspaceError(f"the shared job directory {self.job_dir} is not private")
         if not _private_dir(self.job_dir):
             fresh = tempfile.mkdtemp(prefix="workspace-mcp-jobs-")
-            from ..console import say
+            from ...console import say
 
             say(
                 f"job log directory {self.job_dir} is not private to this user (owner, mode "

@@ -17,10 +17,10 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from . import features
-from .echo import echo, listing
-from .errors import ConfigError, InvalidArgumentError
-from .limits import BWRAP_PROBE_SECONDS
+from .. import features
+from ..echo import echo, listing
+from ..errors import ConfigError, InvalidArgumentError
+from ..limits import BWRAP_PROBE_SECONDS
 
 DEFAULT_ALLOWLIST = ("pnpm", "npm", "npx", "node")
 

@@ -1,0 +1,233 @@
+"""The run loop every command tool shares: spawn a resolved program in the checked
+working directory (by fd; under bubblewrap with the root bound by fd and `.git` plus the
+state directory read-only), wait with progress, promote a run that outlasts
+`promoteAfterMs` to a background job instead of killing it (clients give up on a call
+after about 60 s), and answer with the output and how it ended. A cancelled call kills
+the process group. No FastMCP here: progress is a callback, the owner an argument.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import stat
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+
+from .. import activity, features, limits
+from ..containment import GIT_DIR_NAME, locate, open_dir, parts_below
+from ..errors import WorkspaceError, WrongTypeError
+from ..workspaces import Workspace
+from .commands import bwrap_prefix, hidden_homes, toolchains_in
+from .jobs import Job, JobRegistry
+from .process import Child, describe_exit
+
+# (seconds elapsed, seconds allowed, the command shown): reported while a call runs.
+Progress = Callable[[float, float, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How children run: under this bubblewrap (None: unsandboxed), with or without
+    network, with `.git` writable or not, tied to our life (not under --workers, where
+    the supervisor outlives a worker and reaps its jobs)."""
+
+    bwrap: str | None
+    network: bool = False
+    allow_git_writes: bool = False
+    die_with_parent: bool = True
+
+
+def _protected_fds(ws: Workspace, top: str, allow_git: bool) -> list[tuple[int, str]]:
+    """O_PATH fds on `.git` and `.workspace-mcp` at the bound root, with their sandbox paths."""
+    names = [limits.STATE_DIR_NAME] if allow_git else [GIT_DIR_NAME, limits.STATE_DIR_NAME]
+    found = []
+    for name in names:
+        rel = name if ws.confined else os.path.join(top, name)
+        try:
+            with locate(ws, rel) as loc:
+                if loc.lstat() is None:
+                    continue
+                flags = features.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+                fd = os.open(loc.name, flags, dir_fd=loc.dir_fd)
+                found.append((fd, loc.real_abs))
+        except (WorkspaceError, OSError):
+            continue  # missing, or leading outside the root (which is read-only anyway)
+    return found
+
+
+def shown_command(argv: list[str]) -> str:
+    text = shlex.join(argv)
+    return (
+        text
+        if len(text) <= limits.COMMAND_SHOWN_CHARS
+        else text[: limits.COMMAND_SHOWN_CHARS - 3] + "..."
+    )
+
+
+def _job_started(job: Job, remote: bool) -> str:
+    """Over HTTP the log's host path is not shown: it means nothing to a remote agent and
+    tells it about the host (job_status reads the log)."""
+    when = job.started_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    log = "" if remote else f"; log: {job.log.path}"
+    return f"Started job {job.id} (pid {job.pid}) at {when}{log}; poll job_status"
+
+
+class Runner:
+    """Shared by every executing tool: spawn in the checked cwd (sandboxed when asked),
+    wait with progress, promote a long run to a background job, answer."""
+
+    def __init__(
+        self,
+        jobs: JobRegistry,
+        confinement: Confinement,
+        *,
+        env: Callable[[], dict[str, str]],
+        path_dirs: Callable[[], list[str]],
+        promote_after_ms: int,
+        remote: bool,
+    ) -> None:
+        self.jobs, self.confinement = jobs, confinement
+        self.env, self.path_dirs = env, path_dirs  # per call: a session sees its own roots
+        self.promote_after_ms, self.remote = promote_after_ms, remote
+
+    def cwd(self, ws: Workspace, cwd: str | None) -> str:
+        with locate(ws, cwd or ".") as loc:
+            st = loc.lstat()
+            if st is None or not stat.S_ISDIR(st.st_mode):
+                raise WrongTypeError(f"cwd is not a directory: {loc.display}")
+            return loc.real_abs
+
+    def spawn(self, ws: Workspace, argv: list[str], executable: str, cwd: str) -> Child:
+        """Start the child in the checked cwd (by fd); under bwrap, bind the checked root
+        by fd and `.git` plus the state directory read-only (unless --allow-git-writes)."""
+        confinement = self.confinement
+        env = self.env()
+        with contextlib.ExitStack() as fds:
+            cwd_fd = open_dir(ws, parts_below(ws, cwd))
+            fds.callback(os.close, cwd_fd)
+            fd_cwd = features.fd_path(cwd_fd, cwd)
+            if confinement.bwrap is None:
+                return Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
+            top = ws.root if ws.confined else ws.base
+            top_fd = open_dir(ws, () if ws.confined else parts_below(ws, top))
+            fds.callback(os.close, top_fd)
+            read_only = []
+            for fd, dest in _protected_fds(ws, top, confinement.allow_git_writes):
+                fds.callback(os.close, fd)
+                read_only.append((fd, dest))
+            hidden = hidden_homes(env)
+            prefix = bwrap_prefix(
+                confinement.bwrap,
+                top,
+                cwd,
+                root_fd=top_fd,
+                read_only=read_only,
+                network=confinement.network,
+                hidden=hidden,
+                toolchains=toolchains_in(hidden, self.path_dirs()),
+                die_with_parent=confinement.die_with_parent,
+            )
+            passed = (cwd_fd, top_fd, *(fd for fd, _ in read_only))
+            return Child(
+                [*prefix, executable, *argv[1:]],
+                executable=None,
+                cwd=fd_cwd,
+                env=env,
+                pass_fds=passed,
+            )
+
+    async def run(
+        self,
+        ws: Workspace,
+        argv: list[str],
+        executable: str,
+        cwd: str,
+        timeout_ms: int,
+        background: bool,
+        *,
+        owner: str | None,
+        progress: Progress | None = None,
+    ) -> str:
+        """Run `argv` (its program already resolved to `executable`) and answer with its
+        output and exit; `owner` owns the job it may become."""
+        registry = self.jobs
+        child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
+        command = shown_command(argv)
+        activity.record(detail=command)
+        activity.ran_command()
+        if background:
+            job = registry.adopt(child, command=command, cwd=cwd, owner=owner, name=None,
+                                 max_runtime_ms=timeout_ms, replay=True)  # fmt: skip
+            activity.record(result=f"started ({job.id})")
+            return _job_started(job, self.remote)
+        promote_after = self.promote_after_ms / 1000
+        started = time.monotonic()
+        next_progress = started + limits.PROGRESS_INTERVAL_SECONDS
+        pause = 0.002
+        try:
+            while not child.finished.is_set():
+                await anyio.sleep(pause)
+                pause = min(pause * 2, 0.05)
+                now = time.monotonic()
+                if now - started >= timeout_ms / 1000:
+                    child.timed_out = True
+                    await anyio.to_thread.run_sync(child.kill)
+                    break
+                if now - started >= promote_after:
+                    remaining = int(timeout_ms - (now - started) * 1000)
+                    job = registry.adopt(
+                        child, command=command, cwd=cwd, owner=owner, name=None,
+                        max_runtime_ms=max(remaining, 1), replay=False,
+                    )  # fmt: skip
+                    activity.record(result=f"moved to background ({job.id})")
+                    so_far = child.buffer.text().rstrip("\n") or "(no output yet)"
+                    waited = int(promote_after * 1000)
+                    return (
+                        f"$ {command}\n{so_far}\n[still running after {waited} ms: moved to "
+                        f"background job {job.id}; poll job_status, stop with job_kill]"
+                    )
+                if progress is not None and now >= next_progress:
+                    next_progress = now + limits.PROGRESS_INTERVAL_SECONDS
+                    await progress(now - started, timeout_ms / 1000, command)
+        except BaseException:
+            # Cancelled (or the server is going down): the command must not outlive us.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(child.kill)
+            raise
+        outcome = child.outcome()
+        output = child.buffer.text().rstrip("\n") or "(no output)"
+        status = describe_exit(outcome, timeout_ms)
+        code = outcome.exit_code
+        activity.record(
+            result=f"timed out ({outcome.duration_ms}ms)"
+            if outcome.timed_out
+            else f"exit {code} ({outcome.duration_ms}ms)"
+        )
+        return f"$ {command}\n{output}\n[{status}]"
+
+    async def start(
+        self,
+        ws: Workspace,
+        argv: list[str],
+        executable: str,
+        cwd: str,
+        *,
+        owner: str | None,
+        name: str | None,
+        max_runtime_ms: int,
+    ) -> str:
+        """Start `argv` as a background job at once; the answer names the job."""
+        child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
+        shown = shown_command(argv)
+        job = self.jobs.adopt(
+            child, command=shown, cwd=cwd, owner=owner, name=name,
+            max_runtime_ms=max_runtime_ms, replay=True,
+        )  # fmt: skip
+        activity.record(detail=shown, result=f"started ({job.id})")
+        activity.ran_command()
+        return _job_started(job, self.remote)
