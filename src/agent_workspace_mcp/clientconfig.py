@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 import sys
+from typing import Any
 
 from .configuration import PROG, base_url, is_wildcard, preflight, settings_from_sources
 from .console import say
@@ -100,6 +101,7 @@ NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_-]{0,63}\Z")  # valid in every cl
 
 
 def snippet(client: str, command: list[str], args: list[str], name: str = DEFAULT_NAME) -> str:
+    entry: dict[str, Any]
     if client in ("claude-desktop", "cursor"):
         entry = {"command": command[0], "args": [*command[1:], *args]}
         return json.dumps({"mcpServers": {name: entry}}, indent=2)
@@ -147,14 +149,14 @@ def remote_snippet(client: str, url: str, token_env: str | None, name: str) -> s
         return json.dumps({"mcpServers": {name: {"url": url, **headers}}}, indent=2)
     if client == "opencode":
         entry = {"type": "remote", "url": url, **headers, "enabled": True}
-        config = {"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}}
-        return json.dumps(config, indent=2)
-    config = {"servers": {name: {"type": "http", "url": url, **headers}}}
+        return json.dumps({"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}},
+                          indent=2)  # fmt: skip
+    vscode: dict[str, Any] = {"servers": {name: {"type": "http", "url": url, **headers}}}
     if token_env:
         prompt = {"type": "promptString", "id": VSCODE_INPUT, "password": True,
                   "description": f"bearer token for {name}"}  # fmt: skip
-        config["inputs"] = [prompt]
-    return json.dumps(config, indent=2)
+        vscode["inputs"] = [prompt]
+    return json.dumps(vscode, indent=2)
 
 
 def _take(argv: list[str], flag: str) -> tuple[str | None, list[str]]:

@@ -78,7 +78,7 @@ TOOL_MODULES = (
 class _StderrHandler(logging.StreamHandler):
     """Writes to whatever `sys.stderr` is now (test harnesses and embedders swap it)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self):
         return sys.stderr
 

@@ -111,8 +111,9 @@ def compute(
                 reasons[name] = "the operator's --tools leaves it out"
         served = [name for name in served if name in chosen]
     if settings.disable_tools:
-        dropped = {resolve("--disable-tools", name) for name in settings.disable_tools}
-        for name in dropped - {None}:
+        resolved = {resolve("--disable-tools", name) for name in settings.disable_tools}
+        dropped = {name for name in resolved if name is not None}
+        for name in dropped:
             reasons[name] = "the operator turned it off (--disable-tools)"
         served = [name for name in served if name not in dropped]
     for ours, name in renames.items():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 # README section -> the tool modules it documents, in order.
@@ -92,6 +93,10 @@ def tables() -> dict[str, str]:
     return out
 
 
+def _keep_markers(table: str) -> Callable[[re.Match[str]], str]:
+    return lambda match: match.group(1) + table + match.group(2)
+
+
 def rewrite(readme: str, generated: dict[str, str]) -> str:
     for section, table in generated.items():
         pattern = re.compile(
@@ -99,7 +104,7 @@ def rewrite(readme: str, generated: dict[str, str]) -> str:
         )
         if not pattern.search(readme):
             raise SystemExit(f"README.md lacks the <!-- tools:{section}:start --> markers")
-        readme = pattern.sub(lambda m, table=table: m.group(1) + table + m.group(2), readme)
+        readme = pattern.sub(_keep_markers(table), readme)
     return readme
 
 

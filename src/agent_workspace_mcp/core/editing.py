@@ -87,7 +87,7 @@ def _normalized_with_map(text: str) -> tuple[str, list[int]]:
 
 
 def _find_all(haystack: str, needle: str, limit: int = EDIT_MATCHES_COUNTED) -> list[int]:
-    found = []
+    found: list[int] = []
     start = haystack.find(needle)
     while start != -1 and len(found) < limit:
         found.append(start)

@@ -232,7 +232,11 @@ def atomic_write(
         raise WrongTypeError(f"{loc.display}: is a {kind_of(existing.st_mode)}, not a regular file")
     keep_regular = existing is not None and stat.S_ISREG(existing.st_mode)
     if mode is None:
-        mode = stat.S_IMODE(existing.st_mode) if keep_regular else DEFAULT_FILE_MODE
+        mode = (
+            stat.S_IMODE(existing.st_mode)
+            if existing is not None and keep_regular
+            else DEFAULT_FILE_MODE
+        )
     tmp = f".{loc.name[:200]}.{secrets.token_hex(4)}.awm-tmp"
     try:
         fd = os.open(

@@ -9,7 +9,7 @@ sets the context variable the workspace registry honours. A sessionless request 
 from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from ..core.workspaces import SESSION_SUBPATH
+from ..core.workspaces import SESSION_SUBPATH, Subpath
 from ..requestctx import SUBPATH_HEADER, parse_subpath
 from ..services import Services
 
@@ -22,7 +22,7 @@ class SubpathMiddleware(Middleware):
     def __init__(self, services: Services) -> None:
         self.services = services
 
-    def _subpath(self) -> str | None:
+    def _subpath(self) -> Subpath | None:
         try:
             request = get_http_request()
         except RuntimeError:

@@ -11,7 +11,7 @@ kills its process group.
 
 import contextlib
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastmcp import Context, FastMCP
 from mcp_types import ToolAnnotations
@@ -319,7 +319,7 @@ def register(app: FastMCP, services: Services) -> None:
     if not settings.execution_allowed or not _any_command(settings):
         return
     runner = Commands(services)
-    tools = {
+    tools: dict[str, tuple[Callable[..., Any], ToolAnnotations, str]] = {
         "run_command": (run_command, EXECUTES, "Run command"),
         "start_job": (start_job, EXECUTES, "Start background job"),
         "bash": (bash, EXECUTES, "Run bash"),

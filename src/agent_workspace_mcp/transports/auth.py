@@ -86,7 +86,7 @@ class JwtVerifier(TokenVerifier):
         elif public_key is not None:
             self._key, implied = _load_public_key(public_key)
             self.algorithm = algorithm or implied
-        else:
+        elif jwks_url is not None:
             self._key = None
             self._jwks = jwt.PyJWKClient(
                 jwks_url,
@@ -95,6 +95,8 @@ class JwtVerifier(TokenVerifier):
                 timeout=int(JWKS_FETCH_SECONDS),
             )
             self.algorithm = algorithm or "RS256"
+        else:
+            raise ConfigError("JWT auth needs --jwt-secret, --jwt-public-key or --jwks-url")
         if self.algorithm not in ASYMMETRIC and secret is None:
             raise ConfigError(
                 f"JWT algorithm {self.algorithm} needs a public key algorithm "
@@ -175,7 +177,7 @@ def build_auth(settings: Settings) -> TokenVerifier | AuthProvider:
     """What FastMCP checks every HTTP request with: the static token and API keys, a JWT
     verifier, or any of them; behind an RFC 9728 provider when --auth-server is given.
     (The caller asks only for an HTTP server with auth.)"""
-    verifiers = []
+    verifiers: list[TokenVerifier] = []
     keys = list(settings.api_keys)
     if settings.token:
         keys.insert(0, ("token", settings.token))
@@ -195,10 +197,11 @@ def build_auth(settings: Settings) -> TokenVerifier | AuthProvider:
     verifier = verifiers[0] if len(verifiers) == 1 else AnyOf(verifiers)
     if settings.auth_server:
         from fastmcp.server.auth import RemoteAuthProvider
+        from pydantic import AnyHttpUrl
 
         return RemoteAuthProvider(
             token_verifier=verifier,
-            authorization_servers=[settings.auth_server],
+            authorization_servers=[AnyHttpUrl(settings.auth_server)],
             base_url=base_url(settings),
             resource_name=PROG,
         )

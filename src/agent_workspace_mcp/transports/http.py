@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastmcp import FastMCP
 from starlette.middleware import Middleware
@@ -56,7 +57,7 @@ def build_http_app(app: FastMCP, services: Services):
     legacy = build_legacy_sse_app(app, services)
     # --stateless keeps the document's behaviour (GET /mcp is 405); the fallback needs sessions.
     refused = services.metrics.auth_failures.inc if services.metrics is not None else None
-    asgi = ApiKeyHeader(
+    asgi: Any = ApiKeyHeader(
         PathDispatch(inner, legacy, fallback=not settings.stateless),
         refused,
         refused_why(settings),

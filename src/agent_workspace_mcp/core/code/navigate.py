@@ -291,7 +291,7 @@ def find_references(
     """Per file (sorted), the references to `name`; the flag says the prefilter was cut."""
     word = word_of(name)
     rels, cut = files_with(engine, ws, rf"\b{word}\b", path)
-    grouped = []
+    grouped: list[tuple[str, list[Reference]]] = []
     deadline = time.monotonic() + limits.CODE_CALL_SECONDS
     for source in readable(ws, rels):
         if time.monotonic() > deadline:

@@ -27,7 +27,8 @@ class SearchEngine:
         if mode not in ENGINES:
             raise ConfigError(f"search engine must be one of {', '.join(ENGINES)}, got {mode!r}")
         self.rg = None if mode == "python" else ripgrep_engine.find_rg()
-        self._rules_cache: dict[tuple[str, str], tuple[float, bool]] = {}
+        # (root, start, ancestor rules, the start's .gitignore identity) -> (when, answer)
+        self._rules_cache: dict[tuple, tuple[float, bool]] = {}
         if mode == "rg" and self.rg is None:
             raise ConfigError("search engine 'rg' requested but no ripgrep binary was found")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 
 from ..containment import open_root
@@ -99,7 +99,7 @@ def walk_files(
     max_depth: int | None,
     include: Glob | None,
     dirs: bool = False,
-) -> Iterator[tuple[str, int | None]]:
+) -> Generator[tuple[str, int | None], None, None]:
     """Yield (root-relative path, dir_fd) for each eligible regular file, in rg order.
 
     With `dirs`, every eligible directory within `max_depth` is yielded too, as
@@ -313,6 +313,8 @@ def grep(
     )
     try:
         for rel, dir_fd in files:
+            if dir_fd is None:  # a directory: only listings ask for those
+                continue
             lines = searched_lines(dir_fd, rel.rsplit("/", 1)[-1])
             if not lines:
                 continue

@@ -160,7 +160,7 @@ def _drain_stderr(proc: subprocess.Popen) -> None:
     assert proc.stderr is not None
     kept: bytearray = proc._awm_stderr  # type: ignore[attr-defined]
     with contextlib.suppress(OSError, ValueError):
-        for chunk in iter(lambda: proc.stderr.read1(1 << 16), b""):  # type: ignore[union-attr]
+        for chunk in iter(lambda: proc.stderr.read1(1 << 16), b""):  # type: ignore[union-attr,attr-defined]
             room = RG_STDERR_KEPT_BYTES - len(kept)
             if room > 0:
                 kept += chunk[:room]
@@ -298,7 +298,7 @@ class _MatchingFiles:
     def _drain(self) -> None:
         assert self.proc.stdout is not None
         with contextlib.suppress(OSError, ValueError):
-            for chunk in iter(lambda: self.proc.stdout.read1(1 << 16), b""):  # type: ignore[union-attr]
+            for chunk in iter(lambda: self.proc.stdout.read1(1 << 16), b""):  # type: ignore[union-attr,attr-defined]
                 self._out += chunk
         if self.proc.wait() == 0 or self.proc.returncode == 1:
             self._on_done()  # complete (0: matches, 1: none): the probe is overtaken

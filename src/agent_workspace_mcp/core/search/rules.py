@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from re import _constants as sre_constants  # the stdlib regex parser (Python 3.11+)
-from re import _parser as sre_parse
+from re import _constants as sre_constants  # type: ignore[attr-defined]  # the stdlib parser
+from re import _parser as sre_parse  # type: ignore[attr-defined]  # (Python 3.11+; no stubs)
 
 from ..echo import echo
 from ..errors import InvalidArgumentError
