@@ -38,6 +38,12 @@ DESTRUCTIVE = ToolAnnotations(destructive_hint=True, open_world_hint=False)
 ADDITIVE = ToolAnnotations(destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
+def numbers_from_limits(fn: Callable[..., Any], **numbers: object) -> None:
+    """Fill the `{name}` placeholders of a tool's docstring (its description): every
+    number a model reads comes from the limits module, never typed by hand."""
+    fn.__doc__ = (fn.__doc__ or "").format(**numbers)
+
+
 def bind(fn: Callable[..., Any], dependency: Any, *, inline: bool = False) -> Callable[..., Any]:
     """`fn` with its first parameter (the services it needs) supplied.
 

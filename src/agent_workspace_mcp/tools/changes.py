@@ -10,7 +10,7 @@ from ..core.changes import STAGES, suggestion
 from ..core.errors import WorkspaceError
 from ..core.memory import render_entry
 from ..services import Services
-from .base import READ_ONLY, WorkspaceArg, add_tool, bind
+from .base import READ_ONLY, WorkspaceArg, add_tool, bind, numbers_from_limits
 from .memory import STATE_WRITE
 
 Status = Literal["pending", "in_progress", "done", "blocked"]
@@ -88,7 +88,7 @@ def change_status(
     workspace: WorkspaceArg = None,
 ) -> str:
     """The active (or given) change, or all changes: documents, tasks by status,
-    constraints, the last 10 tagged journal entries and a suggested next action."""
+    constraints, the last {recent} tagged journal entries and a suggested next action."""
     ws = services.workspaces.get(workspace)
     problems: list[str] = []
     try:
@@ -147,6 +147,9 @@ def constraint_add(
     activity.record(detail=change_id)
     listing = "\n".join(f"- {c}" for c in constraints)
     return f"{change_id} has {len(constraints)} constraint(s):\n{listing}"
+
+
+numbers_from_limits(change_status, recent=limits.CHANGE_RECENT_ENTRIES)
 
 
 def register(app: FastMCP, services: Services) -> None:

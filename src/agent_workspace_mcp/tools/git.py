@@ -10,7 +10,7 @@ from ..core import limits
 from ..core.containment import locate
 from ..core.gitread import GitReader, head_tail
 from ..services import Services
-from .base import READ_ONLY, WorkspaceArg, add_tool, bind
+from .base import READ_ONLY, WorkspaceArg, add_tool, bind, numbers_from_limits
 
 GitPath = Annotated[str | None, Field(description="Limit to this workspace-relative path.")]
 
@@ -43,7 +43,7 @@ async def git_diff(
     stat: Annotated[bool, Field(description="Only the per-file summary (--stat).")] = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """`git diff` of the working tree (or staged changes); above 64 KiB the head and tail."""
+    """`git diff` of the working tree (or staged changes); above {kib} KiB the head and tail."""
     ws = services.workspaces.get(workspace)
     args = ["diff", "--relative", "--no-ext-diff", "--no-textconv", "--no-color"]
     if staged:
@@ -79,6 +79,9 @@ async def git_log(
         _reader(services).run, ws, args, limits.GIT_LOG_TIMEOUT_SECONDS
     )
     return out.rstrip("\n") or "(no commits)"
+
+
+numbers_from_limits(git_diff, kib=limits.GIT_OUTPUT_BYTES // limits.KIB)
 
 
 def register(app: FastMCP, services: Services) -> None:

@@ -10,7 +10,7 @@ from ..core.search.render import render_grep, render_list
 from ..core.search.results import GrepQuery, ListQuery
 from ..core.workspaces import Workspace
 from ..services import Services
-from .base import READ_ONLY, WorkspaceArg, add_tool, bind
+from .base import READ_ONLY, WorkspaceArg, add_tool, bind, numbers_from_limits
 
 SearchPath = Annotated[
     str | None,
@@ -63,7 +63,7 @@ def grep(
     """Search file contents: `path:LINE: text` per matching line, then a count.
 
     Skips binary files, symlinks, .git, node_modules, .cache, .workspace-mcp and
-    (unless noIgnore) .gitignore'd files; searches each file's first 1 MiB.
+    (unless noIgnore) .gitignore'd files; searches each file's first {mib} MiB.
     """
     ws = services.workspaces.get(workspace)
     query = GrepQuery(
@@ -109,6 +109,9 @@ def list_files(
     )
     result, _ = services.search.list_files(ws, path, query)
     return render_list(result, query.limit, shower(ws))
+
+
+numbers_from_limits(grep, mib=limits.GREP_BYTES_PER_FILE // limits.MIB)
 
 
 def register(app: FastMCP, services: Services) -> None:

@@ -32,7 +32,7 @@ from ..core.workspaces import Workspace
 from ..requestctx import current_subject
 from ..services import Services
 from ..settings import Settings
-from .base import WorkspaceArg, add_tool, bind
+from .base import WorkspaceArg, add_tool, bind, numbers_from_limits
 
 EXECUTES = ToolAnnotations(destructive_hint=True)  # open world: a command can reach anything
 JOB_STATUS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -129,8 +129,8 @@ async def run_command(
     return await runner.run(ctx, ws, command, executable, cwd_real, timeoutMs, background)
 
 
-# Numbers in the description come from the limits, never typed by hand (issue 29).
-run_command.__doc__ = (run_command.__doc__ or "").format(
+numbers_from_limits(
+    run_command,
     shortened=limits.OUTPUT_SHORTENED_ABOVE_BYTES // limits.KIB,
     head=limits.OUTPUT_HEAD_BYTES // limits.KIB,
     tail=limits.OUTPUT_TAIL_BYTES // limits.KIB,
@@ -247,7 +247,8 @@ async def start_job(
 def job_status(
     runner: Commands,
     jobId: Annotated[
-        str | None, Field(description="Omit to list your 20 most recent jobs.")
+        str | None,
+        Field(description=f"Omit to list your {limits.JOB_LIST_RECENT} most recent jobs."),
     ] = None,
     tailBytes: Annotated[
         int,
@@ -277,7 +278,7 @@ def job_status(
 
 
 def job_kill(runner: Commands, jobId: Annotated[str, Field(description="The job to stop.")]) -> str:
-    """Stop a job: SIGTERM to its whole process group, SIGKILL after 3 s.
+    """Stop a job: SIGTERM to its whole process group, SIGKILL after {grace:g} s.
 
     Killing a job that already finished is not an error.
     """
@@ -286,6 +287,9 @@ def job_kill(runner: Commands, jobId: Annotated[str, Field(description="The job 
     job = runner.services.jobs.kill(jobId, current_subject())
     activity.record(result=job.status)
     return _describe_job(runner.services, job, 0)
+
+
+numbers_from_limits(job_kill, grace=limits.KILL_GRACE_SECONDS)
 
 
 def _shell(s: Settings) -> bool:
