@@ -64,3 +64,19 @@ async def test_an_agent_is_told_why_a_tool_is_off(tmp_path: Path, argv, tool, wh
     assert services.surface.why_not(tool) == why
     async with Client(app) as client:
         assert await fails(client, tool, path="x") == f"{tool} is off: {why}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "tool", "why"),
+    [
+        (("--profile", "coding-agent", "--disable-tools", "search_text"), "grep",
+         "the operator turned it off (--disable-tools)"),
+        (("--http", "--no-auth"), "run_command",
+         "the operator enables it with --shell (or --shell-any) and --allow-remote-exec"),
+        (("--http", "--no-auth", "--shell"), "run_command",
+         "command tools are off over HTTP unless the operator passes --allow-remote-exec"),
+    ],
+)  # fmt: skip
+def test_the_reason_follows_the_whole_configuration(tmp_path: Path, argv, tool, why) -> None:
+    _, services = build(settings_for(tmp_path, *argv))
+    assert services.surface.why_not(tool) == why

@@ -66,6 +66,8 @@ def compute(
                 ours,
                 "command tools are off over HTTP unless the operator passes --allow-remote-exec",
             )
+        elif not settings.execution_allowed:
+            off(ours, f"the operator enables it with {enabled_by[ours]} and --allow-remote-exec")
         else:
             off(ours, f"the operator enables it with {enabled_by[ours]}")
     candidates: list[str] = []
@@ -76,8 +78,6 @@ def compute(
         elif settings.read_only and writes:
             off(ours, READ_ONLY)
         else:
-            if name != ours:
-                reasons[ours] = f"this server serves it as {name} (the {profile.name} profile)"
             candidates.append(name)
     if profile.tools is not None:  # in the profile's own order
         candidates.sort(key=profile.tools.index)
@@ -116,7 +116,9 @@ def compute(
         for name in dropped:
             reasons[name] = "the operator turned it off (--disable-tools)"
         served = [name for name in served if name not in dropped]
-    for ours, name in renames.items():
-        if name in reasons and ours not in reasons:
+    for ours, name in renames.items():  # our spelling of a renamed tool: say what it is
+        if name in served:
+            reasons[ours] = f"this server serves it as {name} (the {profile.name} profile)"
+        elif name in reasons:
             reasons[ours] = reasons[name]
     return Surface(profile, tuple(served), reasons)
