@@ -61,7 +61,8 @@ def compute(
     for ours in enabled_by:
         if ours in registered:
             continue
-        if not settings.execution_allowed and settings.commands_enabled:
+        asked = settings.shell_mode is not None or settings.tasks or settings.unconfined
+        if not settings.execution_allowed and asked:
             off(
                 ours,
                 "command tools are off over HTTP unless the operator passes --allow-remote-exec",
