@@ -280,7 +280,7 @@ def settings_from_sources(
                     allowed = ", ".join(mapping)
                     raise ConfigError(f"{found[1]}: {found[0]!r} is not one of {allowed}")
                 values[name], sources[name] = mapping[found[0].strip().lower()], found[1]
-    _apply_profile(values, sources)
+    _profile_defaults(values, sources)
     _positional_roots(args.get("dirs") or [], values, sources)
     try:
         settings = Settings(**values)
@@ -323,8 +323,9 @@ def _positional_roots(dirs: list[str], values: dict[str, Any], sources: dict[str
     values["workspaces"], sources["workspaces"] = tuple(pairs), "DIR"
 
 
-def _apply_profile(values: dict[str, Any], sources: dict[str, str]) -> None:
-    """A profile's defaults fill what no flag or variable set (explicit input wins)."""
+def _profile_defaults(values: dict[str, Any], sources: dict[str, str]) -> None:
+    """A profile's defaults fill what no flag or variable set (explicit input wins). Only
+    settings: which tools the profile serves is surface.compute's alone."""
     from .profiles import PROFILES
 
     profile = PROFILES[values.get("profile", "workspace-mcp")]
