@@ -11,17 +11,14 @@ Each entry gets a short id; the call's checkpoint (core.checkpoints, issue 17) i
 recorded under the same id, so `undo` and `restore_file` can name it.
 """
 
-import contextlib
 import logging
 
 import anyio
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from ..core import activity
-from ..core.checkpoints.recorder import Recorder, new_entry_id
+from ..core import journaling
 from ..core.errors import WorkspaceError
-from ..core.memory import now_iso
 from ..core.statefiles import state_lock, try_state_lock
 from ..requestctx import JOURNAL_TAG, current_subject
 from ..services import Services
@@ -71,44 +68,19 @@ class JournalMiddleware(Middleware):
         await self._ready(ws)
         outcome = Outcome()
         subject = current_subject()
-        recorder = Recorder(ws, new_entry_id(), self.services.checkpoints(ws))
-        recording = (
-            activity.recording(recorder)
-            if self.services.settings.checkpoints
-            else contextlib.nullcontext()
-        )
-        with activity.capture() as act, recording:
+        settings = self.services.settings
+        store = self.services.checkpoints(ws)
+        tool = context.message.name
+        with journaling.capturing(ws, tool, store, checkpoints=settings.checkpoints) as call:
             try:
                 return await observed(context, call_next, outcome)
             finally:
-                if outcome.ok:
-                    result_text = act.result or "ok"
-                else:
-                    result_text = f"error: {outcome.error}" if outcome.error else "error"
+                call.failed, call.error = not outcome.ok, outcome.error
 
                 def write() -> None:
-                    memory = self.services.memory
-                    change = memory.active_change(ws)
-                    ts = now_iso()
-                    try:  # one lock for the checkpoint line and the journal entry
-                        with state_lock(ws):
-                            if self.services.settings.checkpoints:
-                                recorder.finish(
-                                    context.message.name, ts, change, locked=True, by=subject
-                                )
-                            memory.record(
-                                ws,
-                                context.message.name,
-                                paths=act.paths,
-                                detail=act.detail,
-                                result=result_text,
-                                change=change or "",
-                                entry_id=recorder.id,
-                                ts=ts,
-                                locked=True,
-                                by=subject,
-                            )
-                    except Exception as exc:  # best effort: never changes the answer
-                        log.warning("journal write failed in %s: %s", ws.name, exc)
+                    journaling.write(
+                        call, self.services.memory, subject=subject,
+                        checkpoints=settings.checkpoints,
+                    )  # fmt: skip
 
                 await anyio.to_thread.run_sync(write)

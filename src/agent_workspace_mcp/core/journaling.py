@@ -1,0 +1,96 @@
+"""One journaled call, however it arrives: an agent's tool call (the journal middleware)
+or an operator's action in the console. It captures what the call touched
+(`activity.record`), records its checkpoint so it can itself be undone, and writes the
+journal entry and the checkpoint line under one state lock, success or failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from . import activity
+from .checkpoints.recorder import Recorder, new_entry_id
+from .checkpoints.store import Store
+from .memory import Memory, now_iso
+from .statefiles import state_lock
+from .workspaces import Workspace
+
+log = logging.getLogger("agent_workspace_mcp")
+
+
+@dataclass
+class Call:
+    """A call being journaled: what it touched, and how it ended (set by the caller
+    that knows: the middleware from the answer, `journaled` from the exception)."""
+
+    ws: Workspace
+    tool: str
+    recorder: Recorder
+    capture: activity.Activity
+    error: str | None = None
+    failed: bool = False
+
+    @property
+    def id(self) -> str:
+        return self.recorder.id
+
+
+def begin(ws: Workspace, tool: str, store: Store) -> Recorder:
+    return Recorder(ws, new_entry_id(), store)
+
+
+def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool) -> None:
+    """The journal entry (and, with checkpoints, the call's checkpoint line): best effort,
+    a failure is logged and changes nothing the caller returns."""
+    act = call.capture
+    if call.failed:
+        result = f"error: {call.error}" if call.error else "error"
+    else:
+        result = act.result or "ok"
+    ws = call.ws
+    change = memory.active_change(ws)
+    ts = now_iso()
+    try:  # one lock for the checkpoint line and the journal entry
+        with state_lock(ws):
+            if checkpoints:
+                call.recorder.finish(call.tool, ts, change, locked=True, by=subject)
+            memory.record(
+                ws, call.tool, paths=act.paths, detail=act.detail, result=result,
+                change=change or "", entry_id=call.id, ts=ts, locked=True, by=subject,
+            )  # fmt: skip
+    except Exception as exc:  # best effort: never changes the answer
+        log.warning("journal write failed in %s: %s", ws.name, exc)
+
+
+@contextlib.contextmanager
+def capturing(ws: Workspace, tool: str, store: Store, *, checkpoints: bool) -> Iterator[Call]:
+    """Capture and (with checkpoints) record around a call; the caller writes it."""
+    recorder = begin(ws, tool, store)
+    recording = activity.recording(recorder) if checkpoints else contextlib.nullcontext()
+    with activity.capture() as act, recording:
+        yield Call(ws, tool, recorder, act)
+
+
+@contextlib.contextmanager
+def journaled(
+    ws: Workspace,
+    tool: str,
+    *,
+    store: Store,
+    memory: Memory,
+    subject: str | None,
+    checkpoints: bool = True,
+) -> Iterator[Call]:
+    """A whole journaled call in synchronous code (the console's actions): an exception
+    is recorded as the call's error and raised on."""
+    with capturing(ws, tool, store, checkpoints=checkpoints) as call:
+        try:
+            yield call
+        except Exception as exc:
+            call.failed, call.error = True, str(exc)
+            raise
+        finally:
+            write(call, memory, subject=subject, checkpoints=checkpoints)
