@@ -26,6 +26,9 @@ FORBIDDEN = {
                    f"{PACKAGE}.server"),
     "requestctx": (f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.transports"),
     "profiles": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
+    # The console reads core state; it is not a second way around containment or the tools.
+    "webconsole": ("fastmcp", "mcp", f"{PACKAGE}.tools", f"{PACKAGE}.middleware",
+                   f"{PACKAGE}.server", f"{PACKAGE}.cli"),
     "surface": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
     "": (f"{PACKAGE}.cli",),  # nothing imports the CLI (but __main__)
 }  # fmt: skip

@@ -63,6 +63,13 @@ COMMAND_HELP = {
         "AGENT_WORKSPACE_TOKEN (--token-env\nVAR) at connect time; stderr says how to "
         "start that server.\n"
     ),
+    "console": (
+        "usage: {prog} console [DIR...] [--port N] [--no-open] [server options]\n\n"
+        "The operator console: a web page on 127.0.0.1 (a free port unless --port) showing "
+        "every\nagent call live with its diff, jobs, notes and changes, with undo and job "
+        "kill. It reads\nthe workspaces' state on disk, so it works for any server on "
+        "these roots, running or not.\nThe printed link signs in once (keep it private).\n"
+    ),
     "check": (
         "usage: {prog} check DIR [server options]\n\n"
         "Start the server over stdio as a client would and use it: initialize, list the "
@@ -73,13 +80,19 @@ COMMAND_HELP = {
 
 
 def _main(args: list[str]) -> int:
-    if args[:1] in (["config"], ["check"]) and any(a in ("-h", "--help") for a in args[1:]):
+    if args[:1] in (["config"], ["check"], ["console"]) and any(
+        a in ("-h", "--help") for a in args[1:]
+    ):
         sys.stdout.write(COMMAND_HELP[args[0]].format(prog=PROG))
         return 0
     if args[:1] == ["config"]:
         from .clientconfig import main as config_main
 
         return config_main(args[1:])
+    if args[:1] == ["console"]:
+        from .webconsole.main import main as console_main
+
+        return console_main(args[1:])
     if args[:1] == ["check"]:
         from .selfcheck import main as check_main
 

@@ -163,8 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
             "A safe, fast MCP workspace for coding agents. Serves files under --root "
             "(and named --workspace roots) over stdio, or Streamable HTTP with --http. "
             f"Commands: `{PROG} config CLIENT DIR [options]` prints a client's config entry; "
-            f"`{PROG} check DIR [options]` starts the server as a client would and uses it "
-            "(each has --help)."
+            f"`{PROG} check DIR [options]` starts the server as a client would and uses it; "
+            f"`{PROG} console DIR [options]` opens the operator console (each has --help)."
         ),
         epilog=(
             "Precedence: flags, then the environment, then a .env file in the cwd. "

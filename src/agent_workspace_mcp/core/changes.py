@@ -58,7 +58,7 @@ class Changes:
                 f"invalid change id '{echo(change_id)}': ids are kebab-case slugs"
             )
 
-    def _ids(self, ws: Workspace) -> list[str]:
+    def ids(self, ws: Workspace) -> list[str]:
         try:
             with locate_state(ws, "changes") as loc:  # NotFoundError: no state yet
                 if loc.lstat() is None:
@@ -92,7 +92,7 @@ class Changes:
         self._check_id(change_id)
         record = read_json(ws, "changes", f"{change_id}.json")
         if record is None:
-            ids = self._ids(ws)
+            ids = self.ids(ws)
             available = listing(ids) if ids else "none yet"
             raise NotFoundError(f'unknown change "{echo(change_id)}". Available: {available}')
         if not isinstance(record, dict) or not isinstance(record.get("tasks", []), list):
@@ -113,7 +113,7 @@ class Changes:
             raise InvalidArgumentError("title must not be empty")
         base = slugify(title)
         with state_lock(ws):
-            existing = set(self._ids(ws))
+            existing = set(self.ids(ws))
             change_id, n = base, 2
             while change_id in existing:
                 change_id, n = f"{base}-{n}", n + 1
@@ -236,7 +236,7 @@ class Changes:
 
     def listing(self, ws: Workspace) -> Listing:
         records, problems = [], []
-        for change_id in self._ids(ws):
+        for change_id in self.ids(ws):
             try:
                 records.append(self.load(ws, change_id))
             except WorkspaceError as exc:

@@ -307,3 +307,10 @@ GIT_ALTERNATES_MAX_BYTES = 64 * KIB  # ours: an alternates file is a few paths
 # ours: how long a signal-triggered shutdown waits for cleanup before exiting anyway,
 # so a stuck cleanup can never keep a desktop client's server process alive.
 SHUTDOWN_CLEANUP_SECONDS = 5.0
+
+# --- operator console (issue 31) ----------------------------------------------------
+CONSOLE_DIFF_LINES = 400  # ours: diff lines shown per file; the rest are counted
+CONSOLE_DIFF_MAX_BYTES = 2 * MIB  # ours: a file larger than this is shown by size only
+CONSOLE_ENTRIES = 200  # ours: timeline entries per page
+CONSOLE_POLL_SECONDS = 0.5  # ours: how often the live stream looks for new entries
+CONSOLE_TOKEN_BYTES = 32  # ours: the one-time login token and the session/CSRF secrets

@@ -158,6 +158,13 @@ class History:
             raise WorkspaceError("nothing to undo: no recorded change in this workspace")
         return chosen[::-1]
 
+    def only(self, entry_id: str) -> list[Entry]:
+        """Exactly one call (the console's "undo this entry")."""
+        entry = self.entries[self.find(entry_id)]
+        if entry.undone or not entry.effective:
+            raise WorkspaceError(f"nothing to undo: #{entry.id} changed nothing still recorded")
+        return [entry]
+
     def after(self, entry_id: str) -> list[Entry]:
         chosen = [
             e for e in self.entries[self.find(entry_id) + 1 :] if e.effective and self.visible(e)

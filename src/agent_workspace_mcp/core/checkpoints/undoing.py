@@ -28,12 +28,14 @@ def undo(
     steps: int | None = None,
     to: str | None = None,
     change: str | None = None,
+    entry: str | None = None,
     dry_run: bool = False,
     force: bool = False,
 ) -> Result:
-    """Undo the last `steps` calls, every call after entry `to`, or a change's calls;
-    `subject`: only that subject's history (None: everyone's)."""
-    given = [name for name, value in (("steps", steps), ("to", to), ("change", change)) if value]
+    """Undo the last `steps` calls, every call after entry `to`, a change's calls, or
+    exactly one `entry`; `subject`: only that subject's history (None: everyone's)."""
+    chosen_by = (("steps", steps), ("to", to), ("change", change), ("entry", entry))
+    given = [name for name, value in chosen_by if value]
     if len(given) > 1:
         raise InvalidArgumentError(f"pass one of steps, to or change, not {' and '.join(given)}")
     if steps is not None and steps > limits.UNDO_MAX_STEPS:
@@ -42,7 +44,9 @@ def undo(
         )
     with state_lock(ws):
         history = History(store, subject)
-        if to:
+        if entry:
+            chosen = history.only(entry)
+        elif to:
             chosen = history.after(to)
         elif change:
             chosen = history.of_change(change)

@@ -1,0 +1,240 @@
+"""The console's web application (Starlette, server-sent events, a Jinja2 page).
+
+Safe to open: the URL printed at start carries a one-time token that becomes an
+HttpOnly, SameSite=Strict session cookie; every other route needs that cookie, every
+action (POST) also needs the page's CSRF token in a header, and a request whose Host or
+Origin is not this console's is refused (DNS rebinding, cross-site posts). The page
+puts agent-provided text in as text, never as HTML.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import secrets
+from collections.abc import AsyncIterator, Callable
+from importlib import resources
+from typing import Any
+
+import anyio
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..core import limits
+from ..core.errors import WorkspaceError
+from .state import ConsoleState, as_dicts
+
+COOKIE = "awm_console"
+CSRF_HEADER = "x-csrf-token"
+
+
+class Secrets:
+    """The one-time login token, the session cookie value and the CSRF token."""
+
+    def __init__(self) -> None:
+        self.login: str | None = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
+        self.session = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
+        self.csrf = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
+
+    def take_login(self, offered: str) -> bool:
+        """True once, for the printed token; then it is spent."""
+        if self.login is None or not hmac.compare_digest(offered, self.login):
+            return False
+        self.login = None
+        return True
+
+
+def _json(value: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(value, status_code=status)
+
+
+def _error(message: str, status: int = 400) -> JSONResponse:
+    return _json({"error": message}, status)
+
+
+def build_console(
+    state: ConsoleState,
+    keys: Secrets,
+    *,
+    allowed_hosts: set[str],
+    base_path: str = "",
+    authorized: Callable[[Request], bool] | None = None,
+) -> Starlette:
+    """The console app. `allowed_hosts`: the Host values it answers (its own address);
+    `authorized`: another way in than the cookie (the HTTP server's operator token)."""
+    templates = Environment(
+        loader=FileSystemLoader(str(resources.files(__package__) / "templates")),
+        autoescape=select_autoescape(["html"]),
+    )
+
+    def signed_in(request: Request) -> bool:
+        cookie = request.cookies.get(COOKIE, "")
+        if cookie and hmac.compare_digest(cookie, keys.session):
+            return True
+        return authorized is not None and authorized(request)
+
+    def guard(request: Request, *, action: bool) -> Response | None:
+        host = request.headers.get("host", "")
+        if host not in allowed_hosts:
+            return _error("this console answers only at its own address", 403)
+        origin = request.headers.get("origin")
+        if origin is not None and origin.split("://", 1)[-1] not in allowed_hosts:
+            return _error("cross-site requests are refused", 403)
+        if not signed_in(request):
+            return _error("not signed in: open the URL the console printed", 401)
+        if action and not hmac.compare_digest(request.headers.get(CSRF_HEADER, ""), keys.csrf):
+            return _error("missing or wrong CSRF token", 403)
+        return None
+
+    async def off_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    async def login(request: Request) -> Response:
+        host = request.headers.get("host", "")
+        if host not in allowed_hosts:
+            return _error("this console answers only at its own address", 403)
+        if not keys.take_login(request.query_params.get("token", "")):
+            return _error("this sign-in link was already used or is wrong; restart the "
+                          "console for a new one", 401)  # fmt: skip
+        response = RedirectResponse(f"{base_path}/", status_code=303)
+        response.set_cookie(COOKIE, keys.session, httponly=True, samesite="strict",
+                            path=base_path or "/")  # fmt: skip
+        return response
+
+    async def page(request: Request) -> Response:
+        refused = guard(request, action=False)
+        if refused:
+            return refused
+        nonce = secrets.token_urlsafe(16)
+        html = templates.get_template("console.html").render(
+            csrf=keys.csrf,
+            base=base_path,
+            nonce=nonce,
+            workspaces=[ws.name for ws in state.registry],
+        )
+        return Response(html, media_type="text/html; charset=utf-8",
+                        headers={"content-security-policy": CSP.format(nonce=nonce),
+                                 "x-content-type-options": "nosniff",
+                                 "referrer-policy": "no-referrer"})  # fmt: skip
+
+    def query(request: Request, name: str) -> str | None:
+        value = request.query_params.get(name)
+        return value or None
+
+    async def entries(request: Request) -> Response:
+        refused = guard(request, action=False)
+        if refused:
+            return refused
+        try:
+            found = await off_loop(
+                state.entries, query(request, "workspace"), limit=limits.CONSOLE_ENTRIES,
+                tool=query(request, "tool"), path=query(request, "path"),
+                outcome=query(request, "outcome"), by=query(request, "by"),
+            )  # fmt: skip
+        except WorkspaceError as exc:
+            return _error(str(exc))
+        return _json({"entries": found})
+
+    async def diff(request: Request) -> Response:
+        refused = guard(request, action=False)
+        if refused:
+            return refused
+        try:
+            diffs = await off_loop(state.diff, query(request, "workspace"),
+                                   request.query_params.get("id", ""))  # fmt: skip
+        except WorkspaceError as exc:
+            return _error(str(exc))
+        return _json({"files": as_dicts(diffs)})
+
+    async def listing(request: Request) -> Response:
+        refused = guard(request, action=False)
+        if refused:
+            return refused
+        what = request.path_params["what"]
+        source = {"notes": state.notes, "changes": state.changes, "jobs": state.jobs}.get(what)
+        if source is None:
+            return _error("unknown listing", 404)
+        return _json({what: await off_loop(source)})
+
+    async def body(request: Request) -> dict[str, Any]:
+        try:
+            value = json.loads(await request.body() or b"{}")
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    async def undo(request: Request) -> Response:
+        refused = guard(request, action=True)
+        if refused:
+            return refused
+        args = await body(request)
+
+        def text(name: str) -> str | None:
+            value = args.get(name)
+            return value if isinstance(value, str) and value else None
+
+        try:
+            answer = await off_loop(
+                state.undo, text("workspace"), entry=text("entry"), to=text("to"),
+                change=text("change"), dry_run=bool(args.get("dryRun")),
+                force=bool(args.get("force")),
+            )  # fmt: skip
+        except WorkspaceError as exc:
+            return _error(str(exc), 409)
+        return _json({"answer": answer})
+
+    async def kill(request: Request) -> Response:
+        refused = guard(request, action=True)
+        if refused:
+            return refused
+        job_id = (await body(request)).get("id")
+        if not isinstance(job_id, str):
+            return _error("give the job's id")
+        try:
+            return _json({"answer": await off_loop(state.kill, job_id)})
+        except WorkspaceError as exc:
+            return _error(str(exc), 409)
+
+    async def events(request: Request) -> Response:
+        refused = guard(request, action=False)
+        if refused:
+            return refused
+
+        async def stream() -> AsyncIterator[bytes]:
+            seen = {e.get("id") for e in await off_loop(state.entries)}
+            yield b": connected\n\n"
+            while not await request.is_disconnected():
+                await asyncio.sleep(limits.CONSOLE_POLL_SECONDS)
+                fresh = [e for e in await off_loop(state.entries) if e.get("id") not in seen]
+                for entry in reversed(fresh):  # oldest first, so the page prepends in order
+                    seen.add(entry.get("id"))
+                    yield f"event: entry\ndata: {json.dumps(entry)}\n\n".encode()
+                yield b": keep-alive\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream",
+                                 headers={"cache-control": "no-store"})  # fmt: skip
+
+    routes = [
+        Route("/login", login),
+        Route("/", page),
+        Route("/api/entries", entries),
+        Route("/api/diff", diff),
+        Route("/api/list/{what}", listing),
+        Route("/api/undo", undo, methods=["POST"]),
+        Route("/api/jobs/kill", kill, methods=["POST"]),
+        Route("/events", events),
+    ]
+    return Starlette(routes=routes)
+
+
+# Only the page's own script (by nonce) runs: a `<script>` that reached the page through
+# agent text could not, even if it were ever inserted as HTML.
+CSP = (
+    "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'; "
+    "connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)

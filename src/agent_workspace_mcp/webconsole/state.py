@@ -1,0 +1,231 @@
+"""What the console shows, read from the workspaces' state on disk: the journal, the
+checkpoints (for diffs), notes, changes and job records. It works whatever served the
+agent (stdio, HTTP, several workers) and after the server stopped, because it reads
+only files, through the same containment walk as every tool. Nothing here renders
+HTML: the page puts every agent-provided string in as text.
+"""
+
+from __future__ import annotations
+
+import difflib
+import stat
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..core import limits
+from ..core.changes import Changes
+from ..core.checkpoints import undoing
+from ..core.checkpoints.history import History
+from ..core.checkpoints.states import State
+from ..core.checkpoints.store import LostObjectError, Store
+from ..core.containment import locate
+from ..core.errors import WorkspaceError
+from ..core.exec.jobrecords import JobRecords
+from ..core.exec.jobs import default_job_dir
+from ..core.journaling import journaled
+from ..core.locks import PathLocks
+from ..core.memory import Memory
+from ..core.textio import read_bytes
+from ..core.workspaces import Workspace, WorkspaceRegistry
+
+OPERATOR = "operator"  # the subject the console's actions are journaled as
+
+
+@dataclass
+class FileDiff:
+    path: str
+    change: str  # created, deleted, modified, mode, kind
+    plus: int = 0
+    minus: int = 0
+    lines: list[str] = field(default_factory=list)  # unified diff lines (paged)
+    more: int = 0  # diff lines not shown
+    note: str = ""  # binary, too large, content not kept
+
+
+class ConsoleState:
+    def __init__(self, registry: WorkspaceRegistry, *, journal_max_bytes: int,
+                 checkpoint_max_bytes: int, job_dir: str | None = None) -> None:  # fmt: skip
+        self.registry = registry
+        self.memory = Memory(journal_max_bytes)
+        self.checkpoint_max_bytes = checkpoint_max_bytes
+        self.locks = PathLocks()
+        self.changes_store = Changes()
+        self.job_dir = job_dir or default_job_dir()
+
+    def workspace(self, name: str | None) -> Workspace:
+        return self.registry.get(name)
+
+    def store(self, ws: Workspace) -> Store:
+        return Store(ws, self.checkpoint_max_bytes)
+
+    # --- the timeline ------------------------------------------------------------
+
+    def entries(
+        self,
+        name: str | None = None,
+        *,
+        limit: int = 200,
+        tool: str | None = None,
+        path: str | None = None,
+        outcome: str | None = None,
+        by: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Journal entries, newest first, across the workspaces (or one), filtered."""
+        found: list[dict[str, Any]] = []
+        for ws in [self.workspace(name)] if name else list(self.registry):
+
+            def keep(record: dict[str, Any]) -> bool:
+                if tool and record.get("tool") != tool:
+                    return False
+                if path and not any(path in str(p) for p in record.get("paths") or []):
+                    return False
+                if by and record.get("by") != by:
+                    return False
+                failed = str(record.get("result", "")).startswith("error")
+                return not (outcome and (outcome == "error") != failed)
+
+            for record in self.memory.journal(ws).newest(limit, keep):
+                found.append({**record, "workspace": ws.name})
+        found.sort(key=lambda r: str(r.get("ts", "")), reverse=True)
+        return found[:limit]
+
+    # --- diffs -------------------------------------------------------------------
+
+    def diff(self, name: str | None, entry_id: str) -> list[FileDiff]:
+        """What one call changed, per path, from its checkpoint: unified diffs for text."""
+        ws = self.workspace(name)
+        store = self.store(ws)
+        history = History(store, None)
+        entry = history.entries[history.find(entry_id)]
+        if entry.paths is None:
+            raise WorkspaceError(f"#{entry.id} has no checkpoint left (pruned or damaged)")
+        return [self._file_diff(ws, store, rel, before, after)
+                for rel, (before, after) in sorted(entry.paths.items())]  # fmt: skip
+
+    def _file_diff(self, ws: Workspace, store: Store, rel: str, before: State,
+                   after: State) -> FileDiff:  # fmt: skip
+        kinds = (before.get("t"), after.get("t"))
+        if kinds == ("-", "f"):
+            change = "created"
+        elif kinds == ("f", "-"):
+            change = "deleted"
+        elif kinds == ("f", "f"):
+            change = "modified" if before.get("h") != after.get("h") else "mode"
+        else:
+            change = "kind"
+        result = FileDiff(rel, change)
+        if "f" not in kinds:
+            return result
+        old = self._content(ws, store, rel, before)
+        new = self._content(ws, store, rel, after)
+        if old is None or new is None:
+            result.note = "content not kept (too large, or no longer recorded)"
+            return result
+        try:
+            old_lines = old.decode("utf-8").splitlines()
+            new_lines = new.decode("utf-8").splitlines()
+        except UnicodeDecodeError:
+            result.note = f"binary: {len(old)} -> {len(new)} bytes"
+            return result
+        lines = list(difflib.unified_diff(old_lines, new_lines, f"a/{rel}", f"b/{rel}",
+                                          lineterm=""))  # fmt: skip
+        result.plus = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
+        result.minus = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
+        shown = limits.CONSOLE_DIFF_LINES
+        result.lines, result.more = lines[:shown], max(0, len(lines) - shown)
+        return result
+
+    def _content(self, ws: Workspace, store: Store, rel: str, state: State) -> bytes | None:
+        """A recorded file's bytes: from the store, else from disk when the file there is
+        still that very content (after-states are not stored); b"" for no file."""
+        if state.get("t") != "f":
+            return b""
+        digest, size = state.get("h"), state.get("s")
+        if not isinstance(digest, str) or not isinstance(size, int):
+            return None
+        if size > limits.CONSOLE_DIFF_MAX_BYTES:
+            return None
+        try:
+            return store.get(digest, size)
+        except LostObjectError:
+            pass
+        try:
+            with locate(ws, rel) as loc:
+                st = loc.lstat()
+                if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != size:
+                    return None
+                data, _ = read_bytes(loc, limits.CONSOLE_DIFF_MAX_BYTES)
+        except WorkspaceError:
+            return None
+        import hashlib
+
+        return data if hashlib.sha256(data).hexdigest() == digest else None
+
+    # --- human actions -------------------------------------------------------------
+
+    def undo(self, name: str | None, *, entry: str | None = None, to: str | None = None,
+             change: str | None = None, dry_run: bool, force: bool = False) -> str:  # fmt: skip
+        """Undo as the operator (everyone's history), journaled like the tool, so it can be
+        undone in turn; a dry run is not journaled."""
+        ws = self.workspace(name)
+        store = self.store(ws)
+        if dry_run:
+            result = undoing.undo(ws, store, self.locks, subject=None, entry=entry, to=to,
+                                  change=change, dry_run=True)  # fmt: skip
+            return undoing.render(result, dry_run=True, head="undo")
+        with journaled(ws, "undo", store=store, memory=self.memory, subject=OPERATOR):
+            result = undoing.undo(ws, store, self.locks, subject=None, entry=entry, to=to,
+                                  change=change, force=force)  # fmt: skip
+        return undoing.render(result, dry_run=False, head="undo")
+
+    def restore(self, name: str | None, path: str, before: str) -> str:
+        ws = self.workspace(name)
+        store = self.store(ws)
+        with journaled(ws, "restore_file", store=store, memory=self.memory, subject=OPERATOR):
+            result = undoing.restore(ws, store, self.locks, path, before, subject=None)
+        return undoing.render(result, dry_run=False, head="restore")
+
+    # --- notes, changes, jobs ------------------------------------------------------
+
+    def notes(self, name: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        found = []
+        for ws in [self.workspace(name)] if name else list(self.registry):
+            found += [{**r, "workspace": ws.name} for r in self.memory.notes(ws).newest(limit)]
+        return sorted(found, key=lambda r: str(r.get("ts", "")), reverse=True)[:limit]
+
+    def changes(self) -> list[dict[str, Any]]:
+        found = []
+        for ws in self.registry:
+            active = self.changes_store.active(ws)
+            for change_id in self.changes_store.ids(ws):
+                try:
+                    record = self.changes_store.load(ws, change_id)
+                except WorkspaceError:
+                    continue  # a damaged record is named by change_status, not here
+                tasks = [{"id": str(t.get("id", "")), "text": str(t.get("text", "")),
+                          "status": str(t.get("status", ""))}
+                         for t in record.get("tasks", []) if isinstance(t, dict)]  # fmt: skip
+                found.append({"workspace": ws.name, "id": change_id,
+                              "title": str(record.get("title", "")),
+                              "active": change_id == active, "tasks": tasks})  # fmt: skip
+        return found
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Job records of every server that shares this job directory (newest first)."""
+        records = JobRecords(self.job_dir)
+        return sorted(records.all(), key=lambda r: str(r.get("started_at", "")), reverse=True)
+
+    def kill(self, job_id: str) -> str:
+        records = JobRecords(self.job_dir)
+        record = records.read(job_id)
+        if record is None:
+            raise WorkspaceError(f"no job {job_id[:40]}")
+        if record.get("status") != "running":
+            return f"job {record['id']} is not running ({record.get('status')})"
+        records.update(record["id"], kill_requested=True)
+        records.signal_job(record)
+        return f"job {record['id']}: stopped"
+
+
+def as_dicts(diffs: list[FileDiff]) -> list[dict[str, Any]]:
+    return [asdict(d) for d in diffs]
