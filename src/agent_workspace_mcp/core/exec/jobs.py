@@ -17,6 +17,7 @@ own, so a job outlives the worker that started it (the supervisor then reaps it)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -144,7 +145,7 @@ class JobRegistry:
     def __init__(self, job_dir: str, *, shared: bool = False) -> None:
         self.job_dir = job_dir
         self.shared = shared  # other workers read and kill our jobs through their records
-        # Shared mode never moves job_dir (_ensure_dir refuses instead), so this stays true.
+        # Moved with job_dir when that is not private (_ensure_dir); shared mode refuses.
         self.records = JobRecords(job_dir)
         self._checked = False
         self._jobs: OrderedDict[str, Job] = OrderedDict()
@@ -172,6 +173,7 @@ class JobRegistry:
                 f"0700, no symlink); using {fresh} instead"
             )
             self.job_dir = fresh
+            self.records = JobRecords(fresh)  # never the untrusted directory's records
         self._checked = True
 
     def adopt(
@@ -206,15 +208,20 @@ class JobRegistry:
             target=self._watch, args=(job,), name=f"watch-{job_id}", daemon=True
         )
         if self.shared:
+            self._write_record(job)
             self._share(job)
+        else:
+            with contextlib.suppress(OSError, WorkspaceError):  # only the console reads it
+                self._write_record(job)
         with self._lock:
             self._jobs[job_id] = job
             self._forget_old()
         job._watcher.start()
         return job
 
-    def _share(self, job: Job) -> None:
-        """Write the job's record and move its output to a pump process of its own."""
+    def _write_record(self, job: Job) -> None:
+        """Write the job's record: other workers (shared mode) and the operator console
+        (any mode) see and stop the job through it."""
         found = process_start(job.pid)
         started = job.started_at.timestamp() - (time.monotonic() - job.child.started)
         record = {
@@ -226,6 +233,10 @@ class JobRegistry:
             "kill_requested": False, "timed_out": False, "log_cap": job.log.cap,
         }  # fmt: skip
         self.records.write(record)
+        self.records.prune(JOBS_REMEMBERED)
+
+    def _share(self, job: Job) -> None:
+        """Move the job's output to a pump process of its own (it outlives this worker)."""
 
         def start_pump(pipe_fd: int) -> None:
             pump = start_output_pump(pipe_fd, job.log.fd, job.log.cap - job.log.size)
@@ -233,7 +244,6 @@ class JobRegistry:
             threading.Thread(target=pump.wait, name=f"reap-pump-{job.id}", daemon=True).start()
 
         job.child.hand_off(start_pump)
-        self.records.prune(JOBS_REMEMBERED)
 
     def _watch(self, job: Job) -> None:
         remaining = job.max_runtime_ms / 1000 - (time.monotonic() - job.child.started)
@@ -241,7 +251,7 @@ class JobRegistry:
             job.child.timed_out = True  # before the kill, so no reader sees "killed"
             job.child.kill()
         job.refresh()
-        if self.shared:
+        with contextlib.suppress(OSError, WorkspaceError):
             child = job.child
             self.records.finish(
                 job.id, exit_code=child.proc.returncode, timed_out=child.timed_out,
