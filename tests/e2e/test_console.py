@@ -1,0 +1,155 @@
+"""The operator console in a real browser (issue 31): Debian's Chromium driven by
+Playwright for Python (`executable_path`: Playwright's own browser download is not
+reachable here). The console runs as the CLI prints it; the agent is a real MCP client
+on the same root; the page must show its call live, diff it, undo it, stop a job, and
+show planted `<script>` text as text."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx2
+import pytest
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+from tests.helpers import requires
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - the [test] extra installs it
+    sync_playwright = None
+
+pytestmark = [
+    pytest.mark.slow,
+    requires(
+        None
+        if CHROMIUM and sync_playwright
+        else "needs Chromium (Debian package 'chromium') and Playwright for Python"
+    ),
+]
+
+PLANTED = "<script>window.__planted = 1</script><img src=x onerror='window.__planted=2'>"
+
+
+class RunningConsole:
+    def __init__(self, root: Path, job_dir: Path) -> None:
+        env = {**os.environ, "WORKSPACE_MCP_JOB_DIR": str(job_dir)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "agent_workspace_mcp", "console", str(root), "--no-open"],
+            stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+        line = self.proc.stderr.readline()
+        found = re.search(r"(http://127\.0\.0\.1:\d+)/login\?token=\S+", line)
+        assert found, line
+        self.login, self.base = found.group(0), found.group(1)
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "notes.md").write_text("first line\n")
+    return root
+
+
+def agent(root: Path, job_dir: Path, *calls: tuple[str, dict]) -> list[str]:
+    """The agent's calls, through a real MCP client on a server of the same root."""
+    settings = Settings(root=str(root), shell_mode="allowlist", shell_allow=("sleep",),
+                        sandbox="none", job_dir=str(job_dir), audit=False)  # fmt: skip
+
+    async def run() -> list[str]:
+        async with Client(create_server(settings)) as client:
+            answers = []
+            for tool, arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                answers.append(result.content[0].text)
+            return answers
+
+    # In a thread of its own: Playwright's sync API holds this thread's event loop.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result(timeout=60)
+
+
+def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: Path) -> None:
+    job_dir = tmp_path / "jobs"
+    job_dir.mkdir(mode=0o700)
+    agent(project, job_dir, ("remember", {"text": f"planted {PLANTED}"}))
+    console = RunningConsole(project, job_dir)
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(console.login)
+            page.wait_for_selector("#live:text('live')", timeout=10_000)
+
+            # A write made now by the agent appears within 2 s, without a reload.
+            agent(project, job_dir, ("write_file", {"path": "notes.md",
+                                                     "content": f"first line\n{PLANTED}\n"}))  # fmt: skip
+            row = page.locator("tr.entry", has_text="write_file").first
+            row.wait_for(timeout=2_000)
+            row.click()
+            diff = page.locator(".diff").first
+            diff.wait_for(timeout=5_000)
+            assert "+1 −0" in diff.inner_text()
+            assert PLANTED in diff.inner_text()  # shown as text
+            assert page.evaluate("window.__planted") is None  # and never run
+            assert PLANTED in page.locator("#notes").inner_text()
+            page.screenshot(path=str(shots / "diff.png"), full_page=True)
+
+            # Preview, then undo; the file on disk is as before the agent's write.
+            row.locator("button[data-action=undo]").click()
+            page.locator(".answer", has_text="Would undo 1 call").wait_for(timeout=5_000)
+            assert (project / "notes.md").read_text().endswith(f"{PLANTED}\n")  # preview only
+            page.locator("button[data-action=confirm-undo]").click()
+            page.locator(".answer", has_text="Undid 1 call").wait_for(timeout=5_000)
+            assert (project / "notes.md").read_text() == "first line\n"
+            # The operator's undo is journaled too, and arrives live.
+            page.locator("tr.entry", has_text="operator").first.wait_for(timeout=3_000)
+
+            # A running job is listed and stopped from the page.
+            started = agent(project, job_dir, ("start_job", {"command": ["sleep", "60"]}))[0]
+            job_id = re.search(r"Started job (\S+)", started).group(1)
+            kill = page.locator("#jobs li", has_text=job_id).locator("button[data-action=kill]")
+            kill.wait_for(timeout=5_000)
+            kill.click()
+            page.locator("#jobs li", has_text=job_id).locator("text=stopped").wait_for(timeout=8_000)
+            page.screenshot(path=str(shots / "console.png"), full_page=True)
+
+            # A cross-site POST from the page's own context is refused without the header.
+            status = page.evaluate(
+                """async base => (await fetch(base + '/api/undo', {method: 'POST',
+                    body: JSON.stringify({entry: 'x'})})).status""",
+                console.base,
+            )
+            assert status == 403
+            browser.close()
+        for shot in shots.iterdir():  # non-blank: a real page has many distinct bytes
+            assert shot.stat().st_size > 10_000, shot
+        # Without the cookie nothing is shown; the spent link does not sign in twice.
+        assert httpx2.get(f"{console.base}/api/entries").status_code == 401
+        assert httpx2.get(console.login, follow_redirects=False).status_code == 401
+        # A rebinding attempt (another Host) is refused before anything else.
+        other = httpx2.get(f"{console.base}/", headers={"host": "evil.test"})
+        assert other.status_code == 403
+    finally:
+        console.stop()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and "running" in (job_dir / f"{job_id}.json").read_text():
+        time.sleep(0.1)
+    assert '"running"' not in (job_dir / f"{job_id}.json").read_text()
