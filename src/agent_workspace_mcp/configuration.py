@@ -27,6 +27,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .core.errors import ConfigError
+from .core.limits import OPERATOR_TOKEN_MIN_CHARS
 from .core.nearmiss import closest
 from .core.workspaces import WorkspaceRegistry
 from .settings import GROUPS, Opt, Settings, options
@@ -407,6 +408,17 @@ def preflight(settings: Settings) -> WorkspaceRegistry:
 
 def _check_http(settings: Settings) -> None:
     jwt = has_jwt(settings)
+    operator = settings.operator_token
+    if operator is not None:
+        if len(operator) < OPERATOR_TOKEN_MIN_CHARS:
+            raise ConfigError(
+                f"--operator-token must be at least {OPERATOR_TOKEN_MIN_CHARS} characters"
+            )
+        if operator in (settings.token, *(key for _, key in settings.api_keys)):
+            raise ConfigError(
+                "--operator-token must differ from every agent credential (--token, "
+                "--api-key): an agent holding it could undo and stop everything"
+            )
     if not settings.no_auth and not (settings.token or settings.api_keys or jwt):
         raise ConfigError(
             "HTTP needs auth: give --token, --api-key or JWT options (or --no-auth, loopback only)"

@@ -209,6 +209,11 @@ class Settings(BaseModel):
     token: Annotated[str | None, Opt(
         "one bearer token (subject 'token')", HTTP, "--token", ("MCP_TOKEN",), "T", secret=True,
     )] = None
+    operator_token: Annotated[str | None, Opt(
+        "serve the operator console at /console to this token (agents' credentials get 401 "
+        "there; without it /console does not exist)",
+        HTTP, "--operator-token", ("WORKSPACE_MCP_OPERATOR_TOKEN",), "T", secret=True,
+    )] = None
     api_keys: Annotated[tuple[NameDir, ...], Opt(
         "a per-subject API key, also accepted as x-api-key (repeatable)",
         HTTP, "--api-key", ("WORKSPACE_MCP_API_KEYS", "CODING_AGENT_MCP_API_KEYS"),
@@ -304,7 +309,8 @@ class Settings(BaseModel):
 
     def secret_values(self) -> tuple[str, ...]:
         """The server's own credentials: scrubbed by value from every child environment."""
-        values = [self.token, self.jwt_secret, *(key for _, key in self.api_keys)]
+        values = [self.token, self.jwt_secret, self.operator_token,
+                  *(key for _, key in self.api_keys)]  # fmt: skip
         return tuple(v for v in values if v)
 
 

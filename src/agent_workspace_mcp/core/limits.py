@@ -314,3 +314,4 @@ CONSOLE_DIFF_MAX_BYTES = 2 * MIB  # ours: a file larger than this is shown by si
 CONSOLE_ENTRIES = 200  # ours: timeline entries per page
 CONSOLE_POLL_SECONDS = 0.5  # ours: how often the live stream looks for new entries
 CONSOLE_TOKEN_BYTES = 32  # ours: the one-time login token and the session/CSRF secrets
+OPERATOR_TOKEN_MIN_CHARS = 16  # ours: the console's credential over HTTP (it can undo all)

@@ -62,6 +62,8 @@ def build_http_app(app: FastMCP, services: Services):
         refused,
         refused_why(settings),
     )
+    if settings.operator_token:
+        asgi = ConsoleMount(asgi, _console(services))
     if settings.cors_origins:
         asgi = CORSMiddleware(
             asgi,
@@ -76,6 +78,44 @@ def build_http_app(app: FastMCP, services: Services):
     hosts = allowed_hosts(settings.host, settings.port, settings.allowed_hosts)
     origins = allowed_origins(settings.host, settings.port, settings.cors_origins)
     return OriginHostGuard(asgi, hosts, origins)
+
+
+CONSOLE_PATH = "/console"
+
+
+def _console(services: Services):
+    """The operator console at /console, for the operator token only (issue 31)."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from ..webconsole.app import Secrets, build_console
+    from ..webconsole.state import ConsoleState
+
+    settings = services.settings
+    state = ConsoleState(
+        services.registry,
+        journal_max_bytes=settings.journal_max_bytes,
+        checkpoint_max_bytes=settings.checkpoint_max_bytes,
+        job_dir=services.jobs.job_dir,
+    )
+    keys = Secrets(operator=settings.operator_token)
+    console = build_console(state, keys, allowed_hosts=None, base_path=CONSOLE_PATH)
+    return Starlette(routes=[Mount(CONSOLE_PATH, app=console)])
+
+
+class ConsoleMount:
+    """/console goes to the console app, with its own credential (the operator token):
+    never through the agents' auth, so an agent's token means nothing there."""
+
+    def __init__(self, app, console) -> None:
+        self.app, self.console = app, console
+
+    async def __call__(self, scope, receive, send) -> None:
+        path = scope.get("path", "") if scope["type"] in ("http", "websocket") else ""
+        if path == CONSOLE_PATH or path.startswith(CONSOLE_PATH + "/"):
+            await self.console(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 def _server_class(announce):

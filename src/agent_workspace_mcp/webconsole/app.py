@@ -33,19 +33,34 @@ CSRF_HEADER = "x-csrf-token"
 
 
 class Secrets:
-    """The one-time login token, the session cookie value and the CSRF token."""
+    """The sign-in credential, the session cookie value and the CSRF token.
 
-    def __init__(self) -> None:
-        self.login: str | None = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
+    Locally the credential is a one-time token printed with the URL; over HTTP it is
+    the operator token (`--operator-token`), which also authorizes API calls as a
+    bearer token and is never spent."""
+
+    def __init__(self, operator: str | None = None) -> None:
+        self.operator = operator
+        self.login: str | None = (
+            None if operator else secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
+        )
         self.session = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
         self.csrf = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
 
     def take_login(self, offered: str) -> bool:
-        """True once, for the printed token; then it is spent."""
-        if self.login is None or not hmac.compare_digest(offered, self.login):
+        """True for the operator token, or once for the printed token (then spent)."""
+        if self.operator is not None:
+            return hmac.compare_digest(offered.encode(), self.operator.encode())
+        if self.login is None or not hmac.compare_digest(offered.encode(), self.login.encode()):
             return False
         self.login = None
         return True
+
+    def bearer(self, header: str) -> bool:
+        """An `Authorization: Bearer <operator token>` header (scripts, tests)."""
+        if self.operator is None or not header.lower().startswith("bearer "):
+            return False
+        return hmac.compare_digest(header[7:].strip().encode(), self.operator.encode())
 
 
 def _json(value: Any, status: int = 200) -> JSONResponse:
@@ -60,12 +75,11 @@ def build_console(
     state: ConsoleState,
     keys: Secrets,
     *,
-    allowed_hosts: set[str],
+    allowed_hosts: set[str] | None,
     base_path: str = "",
-    authorized: Callable[[Request], bool] | None = None,
 ) -> Starlette:
-    """The console app. `allowed_hosts`: the Host values it answers (its own address);
-    `authorized`: another way in than the cookie (the HTTP server's operator token)."""
+    """The console app. `allowed_hosts`: the Host values it answers (its own address;
+    None when the HTTP server's Host guard in front of it already decided)."""
     templates = Environment(
         loader=FileSystemLoader(str(resources.files(__package__) / "templates")),
         autoescape=select_autoescape(["html"]),
@@ -73,20 +87,28 @@ def build_console(
 
     def signed_in(request: Request) -> bool:
         cookie = request.cookies.get(COOKIE, "")
-        if cookie and hmac.compare_digest(cookie, keys.session):
+        if cookie and hmac.compare_digest(cookie.encode(), keys.session.encode()):
             return True
-        return authorized is not None and authorized(request)
+        return keys.bearer(request.headers.get("authorization", ""))
+
+    def foreign_host(request: Request) -> bool:
+        host = request.headers.get("host", "")
+        return allowed_hosts is not None and host not in allowed_hosts
 
     def guard(request: Request, *, action: bool) -> Response | None:
-        host = request.headers.get("host", "")
-        if host not in allowed_hosts:
+        if foreign_host(request):
             return _error("this console answers only at its own address", 403)
         origin = request.headers.get("origin")
-        if origin is not None and origin.split("://", 1)[-1] not in allowed_hosts:
+        if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
             return _error("cross-site requests are refused", 403)
         if not signed_in(request):
-            return _error("not signed in: open the URL the console printed", 401)
-        if action and not hmac.compare_digest(request.headers.get(CSRF_HEADER, ""), keys.csrf):
+            how = ("sign in at /console/login?token=<operator token>" if keys.operator
+                   else "open the URL the console printed")  # fmt: skip
+            return _error(f"not signed in: {how}", 401)
+        # A bearer client (a script) sends no cookie a browser could be tricked into.
+        bearer = keys.bearer(request.headers.get("authorization", ""))
+        csrf = request.headers.get(CSRF_HEADER, "").encode()
+        if action and not bearer and not hmac.compare_digest(csrf, keys.csrf.encode()):
             return _error("missing or wrong CSRF token", 403)
         return None
 
@@ -94,10 +116,11 @@ def build_console(
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
     async def login(request: Request) -> Response:
-        host = request.headers.get("host", "")
-        if host not in allowed_hosts:
+        if foreign_host(request):
             return _error("this console answers only at its own address", 403)
         if not keys.take_login(request.query_params.get("token", "")):
+            if keys.operator:
+                return _error("not the operator token", 401)
             return _error("this sign-in link was already used or is wrong; restart the "
                           "console for a new one", 401)  # fmt: skip
         response = RedirectResponse(f"{base_path}/", status_code=303)

@@ -1,0 +1,108 @@
+"""The console over HTTP (issue 31): `/console` exists only with `--operator-token`, takes
+only that credential (an agent's token gets 401), and refuses cross-site actions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from tests.e2e.http_server import RunningServer, start
+from tests.helpers import INIT
+
+AGENT = "tok-agent-0123456789"
+OPERATOR = "tok-operator-0123456789"
+MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> RunningServer:
+    root = tmp_path_factory.mktemp("console-http") / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("before\n")
+    server = start(root, "--token", AGENT, "--operator-token", OPERATOR)
+    server.root = root  # type: ignore[attr-defined]
+    yield server
+    assert server.stop() == 0
+
+
+def agent_write(server: RunningServer) -> None:
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {AGENT}"}
+    opened = httpx2.post(server.url, json=INIT, headers=headers)
+    headers |= {"mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    httpx2.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=headers)  # fmt: skip
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "write_file", "arguments": {"path": "a.txt", "content": "after\n"}}}  # fmt: skip
+    assert httpx2.post(server.url, json=body, headers=headers).status_code == 200
+
+
+def test_only_the_operator_token_opens_the_console(served: RunningServer) -> None:
+    page = f"{served.base}/console/"
+    assert httpx2.get(page).status_code == 401
+    assert httpx2.get(page, headers={"authorization": f"Bearer {AGENT}"}).status_code == 401
+    assert httpx2.get(page, headers={"x-api-key": AGENT}).status_code == 401
+    opened = httpx2.get(page, headers={"authorization": f"Bearer {OPERATOR}"})
+    assert opened.status_code == 200 and "agent-workspace-mcp console" in opened.text
+    # The operator token is no agent credential either: /mcp refuses it.
+    refused = httpx2.post(served.url, json=INIT,
+                          headers={**MCP_HEADERS, "authorization": f"Bearer {OPERATOR}"})  # fmt: skip
+    assert refused.status_code == 401
+
+
+def test_the_operator_undoes_an_agents_write_and_cross_site_is_refused(
+    served: RunningServer,
+) -> None:
+    agent_write(served)
+    root: Path = served.root  # type: ignore[attr-defined]
+    assert (root / "a.txt").read_text() == "after\n"
+    browser = httpx2.Client(base_url=served.base)
+    signed = browser.get(f"/console/login?token={OPERATOR}", follow_redirects=False)
+    assert signed.status_code == 303 and "samesite=strict" in signed.headers["set-cookie"].lower()
+    entries = browser.get("/console/api/entries").json()["entries"]
+    entry = next(e for e in entries if e["tool"] == "write_file")
+    assert entry["by"] == "token"  # the agent's subject, shown to the operator
+    page = browser.get("/console/").text
+    csrf = page.split('const CSRF = "', 1)[1].split('"', 1)[0]
+    action = {"workspace": "default", "entry": entry["id"]}
+    # With the cookie but from another site: refused, whatever the CSRF header says.
+    foreign = browser.post("/console/api/undo", json=action,
+                           headers={"x-csrf-token": csrf, "origin": "http://evil.test"})  # fmt: skip
+    assert foreign.status_code == 403
+    assert browser.post("/console/api/undo", json=action).status_code == 403  # no CSRF token
+    assert (root / "a.txt").read_text() == "after\n"
+    done = browser.post("/console/api/undo", json=action, headers={"x-csrf-token": csrf})
+    assert done.status_code == 200 and done.json()["answer"].startswith("Undid 1 call"), done.text
+    assert (root / "a.txt").read_text() == "before\n"
+
+
+def test_without_an_operator_token_there_is_no_console(tmp_path: Path) -> None:
+    server = start(tmp_path, "--token", AGENT)
+    try:
+        for token in (AGENT, OPERATOR):
+            answer = httpx2.get(f"{server.base}/console/",
+                                headers={"authorization": f"Bearer {token}"})  # fmt: skip
+            assert answer.status_code == 404, answer.text
+    finally:
+        assert server.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ({"operator_token": AGENT}, "must differ from every agent credential"),
+        ({"operator_token": "short"}, "at least 16 characters"),
+        ({"operator_token": "k" * 20, "api_keys": (("ci", "k" * 20),)},
+         "must differ from every agent credential"),
+    ],
+)  # fmt: skip
+def test_an_operator_token_an_agent_could_hold_is_refused(tmp_path: Path, extra, says) -> None:
+    from agent_workspace_mcp import Settings
+    from agent_workspace_mcp.configuration import preflight
+    from agent_workspace_mcp.core.errors import ConfigError
+
+    settings = Settings(root=str(tmp_path), http=True, token=AGENT, **extra)
+    with pytest.raises(ConfigError, match=says):
+        preflight(settings)
