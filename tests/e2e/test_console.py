@@ -128,7 +128,9 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             kill = page.locator("#jobs li", has_text=job_id).locator("button[data-action=kill]")
             kill.wait_for(timeout=5_000)
             kill.click()
-            page.locator("#jobs li", has_text=job_id).locator("text=stopped").wait_for(timeout=8_000)
+            page.locator("#jobs li", has_text=job_id).locator("text=stopped").wait_for(
+                timeout=8_000
+            )
             page.screenshot(path=str(shots / "console.png"), full_page=True)
 
             # A cross-site POST from the page's own context is refused without the header.

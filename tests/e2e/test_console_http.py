@@ -106,3 +106,20 @@ def test_an_operator_token_an_agent_could_hold_is_refused(tmp_path: Path, extra,
     settings = Settings(root=str(tmp_path), http=True, token=AGENT, **extra)
     with pytest.raises(ConfigError, match=says):
         preflight(settings)
+
+
+def test_the_operator_restores_a_file_with_a_bearer_token(served: RunningServer) -> None:
+    root: Path = served.root  # type: ignore[attr-defined]
+    (root / "a.txt").write_text("before\n")
+    agent_write(served)
+    operator = {"authorization": f"Bearer {OPERATOR}"}
+    entries = httpx2.get(f"{served.base}/console/api/entries", headers=operator).json()["entries"]
+    entry = next(e for e in entries if e["tool"] == "write_file")
+    (root / "a.txt").write_text("an editor's change since\n")
+    answer = httpx2.post(f"{served.base}/console/api/restore", headers=operator,
+                         json={"path": "a.txt", "before": entry["id"]})  # fmt: skip
+    assert answer.status_code == 200 and answer.json()["answer"].startswith("Restored"), answer.text
+    assert (root / "a.txt").read_text() == "before\n"
+    outside = httpx2.post(f"{served.base}/console/api/restore", headers=operator,
+                          json={"path": "../etc/passwd", "before": entry["id"]})  # fmt: skip
+    assert outside.status_code == 409 and "outside" in outside.json()["error"]

@@ -210,6 +210,20 @@ def build_console(
             return _error(str(exc), 409)
         return _json({"answer": answer})
 
+    async def restore(request: Request) -> Response:
+        refused = guard(request, action=True)
+        if refused:
+            return refused
+        args = await body(request)
+        path, before = args.get("path"), args.get("before")
+        if not isinstance(path, str) or not isinstance(before, str):
+            return _error("give the path and the entry id to restore it as before")
+        workspace = args.get("workspace") if isinstance(args.get("workspace"), str) else None
+        try:
+            return _json({"answer": await off_loop(state.restore, workspace, path, before)})
+        except WorkspaceError as exc:
+            return _error(str(exc), 409)
+
     async def kill(request: Request) -> Response:
         refused = guard(request, action=True)
         if refused:
@@ -248,6 +262,7 @@ def build_console(
         Route("/api/diff", diff),
         Route("/api/list/{what}", listing),
         Route("/api/undo", undo, methods=["POST"]),
+        Route("/api/restore", restore, methods=["POST"]),
         Route("/api/jobs/kill", kill, methods=["POST"]),
         Route("/events", events),
     ]
