@@ -5,6 +5,7 @@ A neutral module: tools, middleware and transports import it, it imports none of
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from .core import containment
@@ -45,6 +46,35 @@ def parse_subpath(primary: Workspace, raw: str) -> containment.Subpath:
         return containment.resolve_subpath(primary, raw)
     except WorkspaceError as exc:
         raise WorkspaceError(f"{SUBPATH_HEADER}: {exc}") from None
+
+
+# The id of this process's stdio (or in-memory) connection, for the journal's `session`.
+LOCAL_SESSION = "local-" + secrets.token_hex(4)
+
+
+def session_and_client(ctx: Any) -> tuple[str | None, str | None]:
+    """Which connection a call came on and the client's name, as far as the protocol
+    says: an HTTP session's id (none on the sessionless 2026-07-28 protocol), this
+    process's id over stdio; the name from `initialize` or the request's `_meta`."""
+    from fastmcp.server.dependencies import get_http_request
+
+    try:
+        session: str | None = get_http_request().headers.get("mcp-session-id")
+    except RuntimeError:
+        session = LOCAL_SESSION
+    name = None
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+        info = getattr(params, "client_info", None) or getattr(params, "clientInfo", None)
+        name = getattr(info, "name", None)
+        if name is None and ctx is not None and ctx.request_context is not None:
+            meta = ctx.request_context.meta
+            extra = (getattr(meta, "model_extra", None) or {}) if meta is not None else {}
+            found = extra.get("io.modelcontextprotocol/clientInfo")
+            name = found.get("name") if isinstance(found, dict) else None
+    except (RuntimeError, AttributeError):
+        pass
+    return session, name if isinstance(name, str) else None
 
 
 def history_subject(shared: bool) -> str | None:

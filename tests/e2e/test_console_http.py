@@ -123,3 +123,34 @@ def test_the_operator_restores_a_file_with_a_bearer_token(served: RunningServer)
     outside = httpx2.post(f"{served.base}/console/api/restore", headers=operator,
                           json={"path": "../etc/passwd", "before": entry["id"]})  # fmt: skip
     assert outside.status_code == 409 and "outside" in outside.json()["error"]
+
+
+def test_the_operator_undoes_one_sessions_work(served: RunningServer) -> None:
+    """Two agent sessions write; undoing one session's calls leaves the other's."""
+    root: Path = served.root  # type: ignore[attr-defined]
+    (root / "a.txt").write_text("before\n")
+    (root / "b.txt").write_text("b before\n")
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {AGENT}"}
+
+    def session_writes(path: str, content: str) -> str:
+        opened = httpx2.post(served.url, json=INIT, headers=headers)
+        session = opened.headers["mcp-session-id"]
+        h = headers | {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+        httpx2.post(served.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    headers=h)  # fmt: skip
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "write_file", "arguments": {"path": path, "content": content}}}  # fmt: skip
+        assert httpx2.post(served.url, json=body, headers=h).status_code == 200
+        return session
+
+    first = session_writes("a.txt", "first session\n")
+    session_writes("b.txt", "second session\n")
+    operator = {"authorization": f"Bearer {OPERATOR}"}
+    entries = httpx2.get(f"{served.base}/console/api/entries", headers=operator,
+                         params={"session": first}).json()["entries"]  # fmt: skip
+    assert [e["paths"] for e in entries] == [["a.txt"]] and entries[0]["client"]
+    done = httpx2.post(f"{served.base}/console/api/undo", headers=operator,
+                       json={"session": first})  # fmt: skip
+    assert done.status_code == 200, done.text
+    assert (root / "a.txt").read_text() == "before\n"
+    assert (root / "b.txt").read_text() == "second session\n"

@@ -53,13 +53,21 @@ async def test_mutating_tools_are_journaled_read_only_ones_are_not(
     # Every entry has its own short id (the key to its checkpoint: undo, restore_file).
     ids = [e["id"] for e in entries]
     assert len(set(ids)) == len(ids) and all(len(i) == 7 and i.isalnum() for i in ids)
-    assert entries[0] | {"ts": "T", "id": "I"} == {
+    # Issue 31: which connection and client made the call, and how long it took (the
+    # operator console shows them); the backbone's fields are unchanged.
+    first = entries[0]
+    assert first["session"].startswith("local-") and first["client"] == "fastmcp"
+    assert isinstance(first["ms"], int | float) and first["ms"] >= 0
+    assert first | {"ts": "T", "id": "I", "session": "S", "client": "C", "ms": 0} == {
         "ts": "T",
         "id": "I",
         "tool": "write_file",
         "paths": ["a.txt"],
         "detail": "created 4 bytes",
         "result": "ok",
+        "session": "S",
+        "client": "C",
+        "ms": 0,
     }
     assert entries[1]["detail"] == "updated 4 bytes"
     assert entries[2]["detail"] == "1 replacement"

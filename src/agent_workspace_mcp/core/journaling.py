@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from . import activity
 from .checkpoints.recorder import Recorder, new_entry_id
@@ -32,6 +33,7 @@ class Call:
     capture: activity.Activity
     error: str | None = None
     failed: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)  # session, client, ms
 
     @property
     def id(self) -> str:
@@ -60,6 +62,7 @@ def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool)
             memory.record(
                 ws, call.tool, paths=act.paths, detail=act.detail, result=result,
                 change=change or "", entry_id=call.id, ts=ts, locked=True, by=subject,
+                extra=call.extra,
             )  # fmt: skip
     except Exception as exc:  # best effort: never changes the answer
         log.warning("journal write failed in %s: %s", ws.name, exc)

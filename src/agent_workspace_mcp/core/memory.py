@@ -91,6 +91,7 @@ class Memory:
         ts: str | None = None,
         locked: bool = False,
         by: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         """Append one journal entry; never raises (best effort, logged).
 
@@ -112,6 +113,9 @@ class Memory:
                 entry["change"] = tag
             if by:
                 entry["by"] = by  # the authenticated subject (HTTP)
+            for key, value in (extra or {}).items():  # session, client, ms (the console)
+                if value is not None:
+                    entry[key] = _clip(value) if isinstance(value, str) else value
             self.journal(ws).append(entry, locked=locked)
         except Exception as exc:  # the journal must never break a tool
             log.warning("journal write failed for %s in %s: %s", tool, ws.name, exc)

@@ -12,6 +12,7 @@ recorded under the same id, so `undo` and `restore_file` can name it.
 """
 
 import logging
+import time
 
 import anyio
 from fastmcp.exceptions import ToolError
@@ -20,7 +21,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from ..core import journaling
 from ..core.errors import WorkspaceError
 from ..core.statefiles import state_lock, try_state_lock
-from ..requestctx import JOURNAL_TAG, current_subject
+from ..requestctx import JOURNAL_TAG, current_subject, session_and_client
 from ..services import Services
 from .outcome import Outcome, observed
 
@@ -71,11 +72,15 @@ class JournalMiddleware(Middleware):
         settings = self.services.settings
         store = self.services.checkpoints(ws)
         tool = context.message.name
+        session, client = session_and_client(context.fastmcp_context)
+        started = time.perf_counter()
         with journaling.capturing(ws, tool, store, checkpoints=settings.checkpoints) as call:
             try:
                 return await observed(context, call_next, outcome)
             finally:
                 call.failed, call.error = not outcome.ok, outcome.error
+                ms = round((time.perf_counter() - started) * 1000, 1)
+                call.extra = {"session": session, "client": client, "ms": ms}
 
                 def write() -> None:
                     journaling.write(

@@ -157,6 +157,7 @@ def build_console(
                 state.entries, query(request, "workspace"), limit=limits.CONSOLE_ENTRIES,
                 tool=query(request, "tool"), path=query(request, "path"),
                 outcome=query(request, "outcome"), by=query(request, "by"),
+                session=query(request, "session"),
             )  # fmt: skip
         except WorkspaceError as exc:
             return _error(str(exc))
@@ -203,7 +204,8 @@ def build_console(
         try:
             answer = await off_loop(
                 state.undo, text("workspace"), entry=text("entry"), to=text("to"),
-                change=text("change"), dry_run=bool(args.get("dryRun")),
+                change=text("change"), session=text("session"),
+                dry_run=bool(args.get("dryRun")),
                 force=bool(args.get("force")),
             )  # fmt: skip
         except WorkspaceError as exc:

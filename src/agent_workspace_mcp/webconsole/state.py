@@ -69,6 +69,7 @@ class ConsoleState:
         path: str | None = None,
         outcome: str | None = None,
         by: str | None = None,
+        session: str | None = None,
     ) -> list[dict[str, Any]]:
         """Journal entries, newest first, across the workspaces (or one), filtered."""
         found: list[dict[str, Any]] = []
@@ -80,6 +81,8 @@ class ConsoleState:
                 if path and not any(path in str(p) for p in record.get("paths") or []):
                     return False
                 if by and record.get("by") != by:
+                    return False
+                if session and record.get("session") != session:
                     return False
                 failed = str(record.get("result", "")).startswith("error")
                 return not (outcome and (outcome == "error") != failed)
@@ -164,19 +167,31 @@ class ConsoleState:
     # --- human actions -------------------------------------------------------------
 
     def undo(self, name: str | None, *, entry: str | None = None, to: str | None = None,
-             change: str | None = None, dry_run: bool, force: bool = False) -> str:  # fmt: skip
+             change: str | None = None, session: str | None = None, dry_run: bool,
+             force: bool = False) -> str:  # fmt: skip
         """Undo as the operator (everyone's history), journaled like the tool, so it can be
-        undone in turn; a dry run is not journaled."""
+        undone in turn; a dry run is not journaled. `session`: every call that connection
+        made (from the journal)."""
         ws = self.workspace(name)
         store = self.store(ws)
+        ids = None
+        if session:
+
+            def of_session(record: dict[str, Any]) -> bool:
+                return record.get("session") == session
+
+            made = self.memory.journal(ws).newest(limits.WORK_LOG_MAX, of_session)
+            ids = ({str(r.get("id")) for r in made}, f"session {session[:40]}")
+
+        def run() -> str:
+            result = undoing.undo(ws, store, self.locks, subject=None, entry=entry, to=to,
+                                  change=change, ids=ids, dry_run=dry_run, force=force)  # fmt: skip
+            return undoing.render(result, dry_run=dry_run, head="undo")
+
         if dry_run:
-            result = undoing.undo(ws, store, self.locks, subject=None, entry=entry, to=to,
-                                  change=change, dry_run=True)  # fmt: skip
-            return undoing.render(result, dry_run=True, head="undo")
+            return run()
         with journaled(ws, "undo", store=store, memory=self.memory, subject=OPERATOR):
-            result = undoing.undo(ws, store, self.locks, subject=None, entry=entry, to=to,
-                                  change=change, force=force)  # fmt: skip
-        return undoing.render(result, dry_run=False, head="undo")
+            return run()
 
     def restore(self, name: str | None, path: str, before: str) -> str:
         ws = self.workspace(name)

@@ -158,6 +158,14 @@ class History:
             raise WorkspaceError("nothing to undo: no recorded change in this workspace")
         return chosen[::-1]
 
+    def of_ids(self, ids: set[str], what: str) -> list[Entry]:
+        """The calls with these ids (one session's, say), oldest first."""
+        chosen = [e for e in self.entries if e.id in ids and not e.undone and not e.is_undo
+                  and e.effective and self.visible(e)]  # fmt: skip
+        if not chosen:
+            raise WorkspaceError(f"nothing to undo: {what} made no recorded change")
+        return chosen
+
     def only(self, entry_id: str) -> list[Entry]:
         """Exactly one call (the console's "undo this entry")."""
         entry = self.entries[self.find(entry_id)]

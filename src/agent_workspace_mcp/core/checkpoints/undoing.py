@@ -29,12 +29,15 @@ def undo(
     to: str | None = None,
     change: str | None = None,
     entry: str | None = None,
+    ids: tuple[set[str], str] | None = None,
     dry_run: bool = False,
     force: bool = False,
 ) -> Result:
     """Undo the last `steps` calls, every call after entry `to`, a change's calls, or
-    exactly one `entry`; `subject`: only that subject's history (None: everyone's)."""
-    chosen_by = (("steps", steps), ("to", to), ("change", change), ("entry", entry))
+    exactly one `entry`, or the calls `ids` names (with how to name them in an answer);
+    `subject`: only that subject's history (None: everyone's)."""
+    chosen_by = (("steps", steps), ("to", to), ("change", change), ("entry", entry),
+                 ("session", ids))  # fmt: skip
     given = [name for name, value in chosen_by if value]
     if len(given) > 1:
         raise InvalidArgumentError(f"pass one of steps, to or change, not {' and '.join(given)}")
@@ -44,7 +47,9 @@ def undo(
         )
     with state_lock(ws):
         history = History(store, subject)
-        if entry:
+        if ids:
+            chosen = history.of_ids(*ids)
+        elif entry:
             chosen = history.only(entry)
         elif to:
             chosen = history.after(to)
