@@ -68,7 +68,7 @@ def project(tmp_path: Path) -> Path:
 
 def agent(root: Path, job_dir: Path, *calls: tuple[str, dict]) -> list[str]:
     """The agent's calls, through a real MCP client on a server of the same root."""
-    settings = Settings(root=str(root), shell_mode="allowlist", shell_allow=("sleep",),
+    settings = Settings(root=str(root), shell_mode="allowlist", shell_allow=("python3",),
                         sandbox="none", job_dir=str(job_dir), audit=False)  # fmt: skip
 
     async def run() -> list[str]:
@@ -123,10 +123,16 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             page.locator("tr.entry", has_text="operator").first.wait_for(timeout=3_000)
 
             # A running job is listed and stopped from the page.
-            started = agent(project, job_dir, ("start_job", {"command": ["sleep", "60"]}))[0]
+            script = f"print({PLANTED!r}, flush=True); import time; time.sleep(60)"
+            started = agent(project, job_dir,
+                            ("start_job", {"command": ["python3", "-c", script]}))[0]  # fmt: skip
             job_id = re.search(r"Started job (\S+)", started).group(1)
-            kill = page.locator("#jobs li", has_text=job_id).locator("button[data-action=kill]")
+            job = page.locator("#jobs li", has_text=job_id)
+            kill = job.locator("button[data-action=kill]")
             kill.wait_for(timeout=5_000)
+            job.locator(".joblog", has_text="window.__planted").wait_for(timeout=5_000)
+            assert PLANTED in job.locator(".joblog").inner_text()  # its log, as text
+            assert page.evaluate("window.__planted") is None
             kill.click()
             page.locator("#jobs li", has_text=job_id).locator("text=stopped").wait_for(
                 timeout=8_000

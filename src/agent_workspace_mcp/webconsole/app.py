@@ -226,6 +226,16 @@ def build_console(
         except WorkspaceError as exc:
             return _error(str(exc), 409)
 
+    async def job_log(request: Request) -> Response:
+        refused = guard(request, action=False)
+        if refused:
+            return refused
+        try:
+            text = await off_loop(state.job_log, request.query_params.get("id", ""))
+        except WorkspaceError as exc:
+            return _error(str(exc), 404)
+        return _json({"log": text})
+
     async def kill(request: Request) -> Response:
         refused = guard(request, action=True)
         if refused:
@@ -266,6 +276,7 @@ def build_console(
         Route("/api/undo", undo, methods=["POST"]),
         Route("/api/restore", restore, methods=["POST"]),
         Route("/api/jobs/kill", kill, methods=["POST"]),
+        Route("/api/jobs/log", job_log),
         Route("/events", events),
     ]
     return Starlette(routes=routes)

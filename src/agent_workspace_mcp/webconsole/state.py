@@ -8,6 +8,8 @@ HTML: the page puts every agent-provided string in as text.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import os
 import stat
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -21,7 +23,7 @@ from ..core.checkpoints.store import LostObjectError, Store
 from ..core.containment import locate
 from ..core.errors import WorkspaceError
 from ..core.exec.jobrecords import JobRecords
-from ..core.exec.jobs import default_job_dir
+from ..core.exec.jobs import default_job_dir, log_tail
 from ..core.journaling import journaled
 from ..core.locks import PathLocks
 from ..core.memory import Memory
@@ -160,7 +162,6 @@ class ConsoleState:
                 data, _ = read_bytes(loc, limits.CONSOLE_DIFF_MAX_BYTES)
         except WorkspaceError:
             return None
-        import hashlib
 
         return data if hashlib.sha256(data).hexdigest() == digest else None
 
@@ -229,6 +230,15 @@ class ConsoleState:
         """Job records of every server that shares this job directory (newest first)."""
         records = JobRecords(self.job_dir)
         return sorted(records.all(), key=lambda r: str(r.get("started_at", "")), reverse=True)
+
+    def job_log(self, job_id: str) -> str:
+        """The tail of a job's log (the records name only ids: the path is ours)."""
+        records = JobRecords(self.job_dir)
+        record = records.read(job_id)
+        if record is None:
+            raise WorkspaceError(f"no job {job_id[:40]}")
+        path = os.path.join(self.job_dir, f"{record['id']}.log")
+        return log_tail(path, record["id"], limits.JOB_TAIL_DEFAULT_BYTES)
 
     def kill(self, job_id: str) -> str:
         records = JobRecords(self.job_dir)

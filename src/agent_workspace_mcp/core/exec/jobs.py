@@ -35,6 +35,25 @@ from .jobrecords import JobRecords, leader_alive, process_start
 from .process import CappedLog, Child, start_output_pump, strip_ansi
 
 
+def log_tail(log_path: str, job_id: str, size: int) -> str:
+    """The last `size` bytes of a job's log, ANSI stripped (job_status, the console)."""
+    try:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        fd = os.open(log_path, flags)
+    except OSError as exc:
+        raise WorkspaceError(f"the log of {job_id} cannot be read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        # Logs are made O_EXCL, one link, regular: anything else at the name was
+        # planted (a hard link to another file, a FIFO that would hang the read).
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise WorkspaceError(f"the log of {job_id} is not the file this server wrote")
+        data = os.pread(fd, size, max(0, st.st_size - size))
+    finally:
+        os.close(fd)
+    return strip_ansi(data.decode("utf-8", "replace"))
+
+
 def default_job_dir() -> str:
     """The shared temp directory's `workspace-mcp-jobs` (checked before use, see below)."""
     return os.path.join(tempfile.gettempdir(), "workspace-mcp-jobs")
@@ -336,22 +355,7 @@ class JobRegistry:
         return view
 
     def tail(self, job: JobView, size: int) -> str:
-        try:
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-            fd = os.open(job.log_path, flags)
-        except OSError as exc:
-            raise WorkspaceError(f"the log of {job.id} cannot be read ({exc.strerror})") from None
-        try:
-            st = os.fstat(fd)
-            # Logs are made O_EXCL, one link, regular: anything else at the name was
-            # planted (a hard link to another file, a FIFO that would hang the read).
-            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-                raise WorkspaceError(f"the log of {job.id} is not the file this server wrote")
-            end = st.st_size
-            data = os.pread(fd, size, max(0, end - size))
-        finally:
-            os.close(fd)
-        return strip_ansi(data.decode("utf-8", "replace"))
+        return log_tail(job.log_path, job.id, size)
 
     def running_count(self) -> int:
         """Jobs whose process is still running (the metrics gauge): every worker's when
