@@ -154,3 +154,12 @@ def test_the_operator_undoes_one_sessions_work(served: RunningServer) -> None:
     assert done.status_code == 200, done.text
     assert (root / "a.txt").read_text() == "before\n"
     assert (root / "b.txt").read_text() == "second session\n"
+
+
+def test_older_pages_come_from_the_journal_itself(served: RunningServer) -> None:
+    operator = {"authorization": f"Bearer {OPERATOR}"}
+    first = httpx2.get(f"{served.base}/console/api/older", headers=operator,
+                       params={"workspace": "default"}).json()  # fmt: skip
+    assert first["entries"] and first["cursor"] is None  # a small journal: one page
+    newest = httpx2.get(f"{served.base}/console/api/entries", headers=operator).json()
+    assert [e["id"] for e in first["entries"]] == [e["id"] for e in newest["entries"]]

@@ -423,3 +423,31 @@ async def test_the_journal_records_the_sentence_the_agent_saw(client: Client) ->
     line = next(line for line in log.splitlines() if "edit_file" in line)
     assert "invalid arguments for edit_file: missing required argument" in line, line
     assert "ValidationError" not in line
+
+
+def test_the_journal_pages_backwards_through_every_entry(tmp_path: Path) -> None:
+    """Issue 31: the console opens a 100,000-entry journal from its end and pages back
+    through all of it, each entry once, in bounded windows (a line longer than a window is
+    skipped, never looped on)."""
+    import json
+
+    from agent_workspace_mcp.core.limits import STATE_READ_BYTES
+    from agent_workspace_mcp.core.statefiles import JsonlStream
+    from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+
+    (tmp_path / ".workspace-mcp").mkdir()
+    with (tmp_path / ".workspace-mcp" / "journal.jsonl").open("w") as f:
+        f.write(json.dumps({"id": "giant", "detail": "x" * (STATE_READ_BYTES + 10)}) + "\n")
+        for i in range(100_000):
+            f.write(json.dumps({"id": f"e{i:06d}", "tool": "write_file"}) + "\n")
+    ws = WorkspaceRegistry.confined(str(tmp_path), (), allow_git_writes=False).primary
+    stream = JsonlStream(ws, "journal", 10**9)
+    seen, cursor, pages = [], None, 0
+    while True:
+        page, cursor = stream.page(cursor, 5_000)
+        seen += [r["id"] for r in page]
+        pages += 1
+        if cursor is None:
+            break
+    assert seen == [f"e{i:06d}" for i in reversed(range(100_000))]
+    assert pages <= 21

@@ -402,25 +402,39 @@ class JsonlStream:
 
     def _tail_records(self, name: str) -> list[dict[str, Any]]:
         """Records in the last STATE_READ_BYTES of a file, oldest first; bad lines skipped."""
+        return [record for _, record in self._window(name, None)[0]]
+
+    def _window(self, name: str, end: int | None) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+        """(offset, record) pairs in the STATE_READ_BYTES before offset `end` (None: the
+        file's end), oldest first, and the offset where the first whole line starts (0:
+        the file's start was reached)."""
         try:
             with _existing(self.ws, name) as loc:
                 if loc is None:
-                    return []
+                    return [], 0
                 fd = open_state(loc, os.O_RDONLY, create=False)
                 if fd is None:
-                    return []
+                    return [], 0
                 try:
-                    start = max(0, os.fstat(fd).st_size - STATE_READ_BYTES)
-                    data = os.pread(fd, STATE_READ_BYTES, start)
+                    size = os.fstat(fd).st_size
+                    stop = size if end is None else min(end, size)
+                    start = max(0, stop - STATE_READ_BYTES)
+                    data = os.pread(fd, stop - start, start)
                 finally:
                     os.close(fd)
         except WorkspaceError:
-            return []
+            return [], 0
         lines = data.split(b"\n")
+        window_start = start
         if start > 0 and lines:
+            cut = lines[0]
             lines = lines[1:]  # the first line was cut by the read window
+            # It is read whole by the next window; one longer than a window is skipped.
+            start = start + len(cut) + 1 if lines else window_start
         records = []
+        offset = start
         for raw in lines:
+            at, offset = offset, offset + len(raw) + 1
             if not raw.strip():
                 continue
             try:
@@ -428,8 +442,8 @@ class JsonlStream:
             except ValueError:
                 continue
             if isinstance(record, dict):
-                records.append(record)
-        return records
+                records.append((at, record))
+        return records, start
 
     def newest(
         self, limit: int, keep: Callable[[dict[str, Any]], bool] = lambda r: True
@@ -443,6 +457,29 @@ class JsonlStream:
                     if len(found) >= limit:
                         return found
         return found
+
+    def page(self, before: int | None, limit: int,
+             keep: Callable[[dict[str, Any]], bool] = lambda r: True,
+             ) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
+        """Up to `limit` matching records of the current file older than offset `before`
+        (None: from its end), newest first, and the cursor for the page after (None when
+        the file's start was reached). Each step reads one bounded window."""
+        found: list[dict[str, Any]] = []
+        cursor = before
+        while True:
+            records, start = self._window(self.current, cursor)
+            for at, record in reversed(records):
+                if keep(record):
+                    found.append(record)
+                    if len(found) == limit:
+                        return found, at if at > 0 else None
+            if cursor is not None and start >= cursor:
+                # The window held only the end of one line longer than a window: step
+                # back past it (it is skipped, as by every reader of this file).
+                start = max(0, cursor - STATE_READ_BYTES)
+            if start == 0:
+                return found, None
+            cursor = start
 
     def count(self) -> int:
         """Lines in both files (what `remember` reports as the running total)."""

@@ -163,6 +163,20 @@ def build_console(
             return _error(str(exc))
         return _json({"entries": found})
 
+    async def older(request: Request) -> Response:
+        refused = guard(request, action=False)
+        if refused:
+            return refused
+        raw = request.query_params.get("before", "")
+        before = int(raw) if raw.isdigit() else None
+        filters = {k: query(request, k) for k in ("tool", "path", "outcome", "by", "session")}
+        try:
+            found, cursor = await off_loop(state.older, query(request, "workspace"), before,
+                                           limit=limits.CONSOLE_ENTRIES, **filters)  # fmt: skip
+        except WorkspaceError as exc:
+            return _error(str(exc))
+        return _json({"entries": found, "cursor": cursor})
+
     async def diff(request: Request) -> Response:
         refused = guard(request, action=False)
         if refused:
@@ -271,6 +285,7 @@ def build_console(
         Route("/login", login),
         Route("/", page),
         Route("/api/entries", entries),
+        Route("/api/older", older),
         Route("/api/diff", diff),
         Route("/api/list/{what}", listing),
         Route("/api/undo", undo, methods=["POST"]),

@@ -11,6 +11,7 @@ import difflib
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -75,24 +76,22 @@ class ConsoleState:
     ) -> list[dict[str, Any]]:
         """Journal entries, newest first, across the workspaces (or one), filtered."""
         found: list[dict[str, Any]] = []
+        keep = _keep({"tool": tool, "path": path, "outcome": outcome, "by": by,
+                      "session": session})  # fmt: skip
         for ws in [self.workspace(name)] if name else list(self.registry):
-
-            def keep(record: dict[str, Any]) -> bool:
-                if tool and record.get("tool") != tool:
-                    return False
-                if path and not any(path in str(p) for p in record.get("paths") or []):
-                    return False
-                if by and record.get("by") != by:
-                    return False
-                if session and record.get("session") != session:
-                    return False
-                failed = str(record.get("result", "")).startswith("error")
-                return not (outcome and (outcome == "error") != failed)
-
             for record in self.memory.journal(ws).newest(limit, keep):
                 found.append({**record, "workspace": ws.name})
         found.sort(key=lambda r: str(r.get("ts", "")), reverse=True)
         return found[:limit]
+
+    def older(self, name: str | None, before: int | None, *, limit: int = 200,
+              **filters: str | None) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
+        """One workspace's entries older than journal offset `before`, newest first, and
+        the cursor of the page after (None: the start of the current journal file)."""
+        ws = self.workspace(name)
+        keep = _keep(filters)
+        records, cursor = self.memory.journal(ws).page(before, limit, keep)
+        return [{**r, "workspace": ws.name} for r in records], cursor
 
     # --- diffs -------------------------------------------------------------------
 
@@ -250,6 +249,26 @@ class ConsoleState:
         records.update(record["id"], kill_requested=True)
         records.signal_job(record)
         return f"job {record['id']}: stopped"
+
+
+def _keep(filters: dict[str, str | None]) -> Callable[[dict[str, Any]], bool]:
+    """The timeline's filters as one predicate over journal records."""
+    tool, path, by = filters.get("tool"), filters.get("path"), filters.get("by")
+    outcome, session = filters.get("outcome"), filters.get("session")
+
+    def keep(record: dict[str, Any]) -> bool:
+        if tool and record.get("tool") != tool:
+            return False
+        if path and not any(path in str(p) for p in record.get("paths") or []):
+            return False
+        if by and record.get("by") != by:
+            return False
+        if session and record.get("session") != session:
+            return False
+        failed = str(record.get("result", "")).startswith("error")
+        return not (outcome and (outcome == "error") != failed)
+
+    return keep
 
 
 def as_dicts(diffs: list[FileDiff]) -> list[dict[str, Any]]:
