@@ -481,6 +481,16 @@ class JsonlStream:
                 return found, None
             cursor = start
 
+    def mark(self) -> tuple[int, int, int] | None:
+        """What changes when a record is appended (or the file rotates): for watchers
+        that must not re-read the file to learn nothing happened."""
+        try:
+            with _existing(self.ws, self.current) as loc:
+                st = None if loc is None else loc.lstat()
+        except WorkspaceError:
+            return None
+        return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
+
     def count(self) -> int:
         """Lines in both files (what `remember` reports as the running total)."""
         total = 0

@@ -269,9 +269,15 @@ def build_console(
 
         async def stream() -> AsyncIterator[bytes]:
             seen = {e.get("id") for e in await off_loop(state.entries)}
+            marks = await off_loop(state.marks)
             yield b": connected\n\n"
             while not await request.is_disconnected():
                 await asyncio.sleep(limits.CONSOLE_POLL_SECONDS)
+                now = await off_loop(state.marks)
+                if now == marks:  # nothing appended: a stat, not a read of the journal
+                    yield b": keep-alive\n\n"
+                    continue
+                marks = now
                 fresh = [e for e in await off_loop(state.entries) if e.get("id") not in seen]
                 for entry in reversed(fresh):  # oldest first, so the page prepends in order
                     seen.add(entry.get("id"))

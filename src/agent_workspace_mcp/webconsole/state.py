@@ -84,6 +84,10 @@ class ConsoleState:
         found.sort(key=lambda r: str(r.get("ts", "")), reverse=True)
         return found[:limit]
 
+    def marks(self) -> tuple:
+        """Changes whenever any workspace's journal gets an entry (cheap: one stat each)."""
+        return tuple(self.memory.journal(ws).mark() for ws in self.registry)
+
     def older(self, name: str | None, before: int | None, *, limit: int = 200,
               **filters: str | None) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
         """One workspace's entries older than journal offset `before`, newest first, and
