@@ -137,6 +137,8 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             page.locator("#jobs li", has_text=job_id).locator("text=stopped").wait_for(
                 timeout=8_000
             )
+            # The operator's kill is journaled like any call.
+            page.locator("tr.entry", has_text="job_kill").first.wait_for(timeout=3_000)
             page.screenshot(path=str(shots / "console.png"), full_page=True)
 
             # A cross-site POST from the page's own context is refused without the header.

@@ -163,3 +163,10 @@ def test_older_pages_come_from_the_journal_itself(served: RunningServer) -> None
     assert first["entries"] and first["cursor"] is None  # a small journal: one page
     newest = httpx2.get(f"{served.base}/console/api/entries", headers=operator).json()
     assert [e["id"] for e in first["entries"]] == [e["id"] for e in newest["entries"]]
+
+
+def test_the_console_lists_connected_sessions(served: RunningServer) -> None:
+    agent_write(served)
+    operator = {"authorization": f"Bearer {OPERATOR}"}
+    sessions = httpx2.get(f"{served.base}/console/api/list/sessions", headers=operator).json()
+    assert any(s["subject"] == "token" for s in sessions["sessions"]), sessions

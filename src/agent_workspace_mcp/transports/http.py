@@ -97,6 +97,10 @@ def _console(services: Services):
         journal_max_bytes=settings.journal_max_bytes,
         checkpoint_max_bytes=settings.checkpoint_max_bytes,
         job_dir=services.jobs.job_dir,
+        live_sessions=lambda: [
+            {"id": sid, "subject": info.subject, "subpath": info.raw_subpath}
+            for sid, info in list(services.sessions.items())
+        ],
     )
     keys = Secrets(operator=settings.operator_token)
     console = build_console(state, keys, allowed_hosts=None, base_path=CONSOLE_PATH)

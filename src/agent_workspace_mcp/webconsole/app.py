@@ -193,7 +193,8 @@ def build_console(
         if refused:
             return refused
         what = request.path_params["what"]
-        source = {"notes": state.notes, "changes": state.changes, "jobs": state.jobs}.get(what)
+        source = {"notes": state.notes, "changes": state.changes, "jobs": state.jobs,
+                  "sessions": state.live_sessions}.get(what)  # fmt: skip
         if source is None:
             return _error("unknown listing", 404)
         return _json({what: await off_loop(source)})

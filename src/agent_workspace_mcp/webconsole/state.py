@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..core import limits
+from ..core import activity, limits
 from ..core.changes import Changes
 from ..core.checkpoints import undoing
 from ..core.checkpoints.history import History
@@ -47,12 +47,16 @@ class FileDiff:
 
 class ConsoleState:
     def __init__(self, registry: WorkspaceRegistry, *, journal_max_bytes: int,
-                 checkpoint_max_bytes: int, job_dir: str | None = None) -> None:  # fmt: skip
+                 checkpoint_max_bytes: int, job_dir: str | None = None,
+                 live_sessions: Callable[[], list[dict[str, Any]]] | None = None,
+                 ) -> None:  # fmt: skip
         self.registry = registry
         self.memory = Memory(journal_max_bytes)
         self.checkpoint_max_bytes = checkpoint_max_bytes
         self.locks = PathLocks()
         self.changes_store = Changes()
+        # The HTTP server's connected sessions (subject, subpath), when it serves us.
+        self.live_sessions = live_sessions or (lambda: [])
         self.job_dir = job_dir or default_job_dir()
 
     def workspace(self, name: str | None) -> Workspace:
@@ -250,9 +254,21 @@ class ConsoleState:
             raise WorkspaceError(f"no job {job_id[:40]}")
         if record.get("status") != "running":
             return f"job {record['id']} is not running ({record.get('status')})"
-        records.update(record["id"], kill_requested=True)
-        records.signal_job(record)
+        ws = self._workspace_of(str(record.get("cwd", "")))
+        with journaled(ws, "job_kill", store=self.store(ws), memory=self.memory,
+                       subject=OPERATOR, checkpoints=False):  # fmt: skip
+            activity.record(detail=record["id"])
+            records.update(record["id"], kill_requested=True)
+            records.signal_job(record)
+            activity.record(result="killed")
         return f"job {record['id']}: stopped"
+
+    def _workspace_of(self, cwd: str) -> Workspace:
+        """The workspace a job ran in (its journal records the kill), else the primary."""
+        for ws in self.registry:
+            if ws.confined and (cwd == ws.root or cwd.startswith(ws.root.rstrip("/") + "/")):
+                return ws
+        return self.registry.primary
 
 
 def _keep(filters: dict[str, str | None]) -> Callable[[dict[str, Any]], bool]:
