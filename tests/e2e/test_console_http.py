@@ -170,3 +170,59 @@ def test_the_console_lists_connected_sessions(served: RunningServer) -> None:
     operator = {"authorization": f"Bearer {OPERATOR}"}
     sessions = httpx2.get(f"{served.base}/console/api/list/sessions", headers=operator).json()
     assert any(s["subject"] == "token" for s in sessions["sessions"]), sessions
+
+
+def test_a_long_diff_is_paged_and_time_filters_apply(served: RunningServer) -> None:
+    from agent_workspace_mcp.core.limits import CONSOLE_DIFF_LINES
+
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {AGENT}"}
+    opened = httpx2.post(served.url, json=INIT, headers=headers)
+    headers |= {"mcp-session-id": opened.headers["mcp-session-id"],
+                "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    httpx2.post(served.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                headers=headers)  # fmt: skip
+    content = "".join(f"line {i}\n" for i in range(1000))
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "write_file", "arguments": {"path": "long.txt", "content": content}}}  # fmt: skip
+    assert httpx2.post(served.url, json=body, headers=headers).status_code == 200
+    operator = {"authorization": f"Bearer {OPERATOR}"}
+    api = f"{served.base}/console/api"
+    entry = next(e for e in httpx2.get(f"{api}/entries", headers=operator).json()["entries"]
+                 if e.get("paths") == ["long.txt"])  # fmt: skip
+    first = httpx2.get(f"{api}/diff", headers=operator, params={"id": entry["id"]}).json()
+    whole = first["files"][0]
+    assert len(whole["lines"]) == CONSOLE_DIFF_LINES and whole["plus"] == 1000
+    seen, offset = list(whole["lines"]), len(whole["lines"])
+    while whole["more"]:
+        whole = httpx2.get(f"{api}/diff", headers=operator, params={
+            "id": entry["id"], "path": "long.txt", "offset": offset}).json()["files"][0]  # fmt: skip
+        seen += whole["lines"]
+        offset += len(whole["lines"])
+    assert sum(1 for line in seen if line.startswith("+line ")) == 1000
+    future = httpx2.get(f"{api}/entries", headers=operator,
+                        params={"since": "2999-01-01T00:00:00Z"}).json()  # fmt: skip
+    assert future["entries"] == []
+
+
+def test_a_jwt_with_the_operator_scope_opens_the_console(tmp_path: Path) -> None:
+    import time as clock
+
+    import jwt
+
+    secret = "s" * 40
+    server = start(tmp_path, "--jwt-secret", secret, "--jwt-audience", "workspace")
+
+    def token(scope: str) -> str:
+        claims = {"sub": "alice", "aud": "workspace", "exp": int(clock.time()) + 600,
+                  "scope": scope}  # fmt: skip
+        return jwt.encode(claims, secret, algorithm="HS256")
+
+    try:
+        page = f"{server.base}/console/"
+        agent = httpx2.get(page, headers={"authorization": f"Bearer {token('files:read')}"})
+        assert agent.status_code == 401
+        operator = httpx2.get(page, headers={
+            "authorization": f"Bearer {token('files:read workspace:operate')}"})  # fmt: skip
+        assert operator.status_code == 200 and "console" in operator.text
+    finally:
+        assert server.stop() == 0

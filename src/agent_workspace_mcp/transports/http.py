@@ -15,6 +15,7 @@ from fastmcp import FastMCP
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
+from ..configuration import has_jwt
 from ..console import say
 from ..requestctx import SUBPATH_HEADER
 from ..services import Services
@@ -62,7 +63,7 @@ def build_http_app(app: FastMCP, services: Services):
         refused,
         refused_why(settings),
     )
-    if settings.operator_token:
+    if settings.operator_token or has_jwt(settings):
         asgi = ConsoleMount(asgi, _console(services))
     if settings.cors_origins:
         asgi = CORSMiddleware(
@@ -81,6 +82,7 @@ def build_http_app(app: FastMCP, services: Services):
 
 
 CONSOLE_PATH = "/console"
+OPERATOR_SCOPE = "workspace:operate"  # a JWT scope that opens the console (issue 31)
 
 
 def _console(services: Services):
@@ -102,9 +104,28 @@ def _console(services: Services):
             for sid, info in list(services.sessions.items())
         ],
     )
-    keys = Secrets(operator=settings.operator_token)
+    keys = Secrets(operator=settings.operator_token, operator_jwt=_operator_jwt(settings))
     console = build_console(state, keys, allowed_hosts=None, base_path=CONSOLE_PATH)
     return Starlette(routes=[Mount(CONSOLE_PATH, app=console)])
+
+
+def _operator_jwt(settings):
+    """With JWT auth, a token whose scopes include OPERATOR_SCOPE opens the console."""
+    if not has_jwt(settings):
+        return None
+    from .auth import JwtVerifier
+
+    verifier = JwtVerifier(
+        audience=settings.jwt_audience or "", issuer=settings.jwt_issuer,
+        secret=settings.jwt_secret, public_key=settings.jwt_public_key,
+        jwks_url=settings.jwks_url, algorithm=settings.jwt_algorithm,
+    )  # fmt: skip
+
+    async def allowed(token: str) -> bool:
+        access = await verifier.verify_token(token)
+        return access is not None and OPERATOR_SCOPE in (access.scopes or [])
+
+    return allowed
 
 
 class ConsoleMount:

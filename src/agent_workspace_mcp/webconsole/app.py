@@ -13,7 +13,7 @@ import asyncio
 import hmac
 import json
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
 
@@ -39,28 +39,46 @@ class Secrets:
     the operator token (`--operator-token`), which also authorizes API calls as a
     bearer token and is never spent."""
 
-    def __init__(self, operator: str | None = None) -> None:
+    def __init__(
+        self,
+        operator: str | None = None,
+        operator_jwt: Callable[[str], Awaitable[bool]] | None = None,
+    ) -> None:
         self.operator = operator
+        # Over HTTP with JWT auth: a token carrying the operator scope (OPERATOR_SCOPE).
+        self.operator_jwt = operator_jwt
+        remote = operator is not None or operator_jwt is not None
         self.login: str | None = (
-            None if operator else secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
+            None if remote else secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
         )
         self.session = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
         self.csrf = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
 
-    def take_login(self, offered: str) -> bool:
-        """True for the operator token, or once for the printed token (then spent)."""
-        if self.operator is not None:
-            return hmac.compare_digest(offered.encode(), self.operator.encode())
+    @property
+    def remote(self) -> bool:
+        return self.operator is not None or self.operator_jwt is not None
+
+    async def _operator(self, offered: str) -> bool:
+        if self.operator is not None and hmac.compare_digest(
+            offered.encode(), self.operator.encode()
+        ):
+            return True
+        return self.operator_jwt is not None and bool(offered) and await self.operator_jwt(offered)
+
+    async def take_login(self, offered: str) -> bool:
+        """True for an operator credential, or once for the printed token (then spent)."""
+        if self.remote:
+            return await self._operator(offered)
         if self.login is None or not hmac.compare_digest(offered.encode(), self.login.encode()):
             return False
         self.login = None
         return True
 
-    def bearer(self, header: str) -> bool:
-        """An `Authorization: Bearer <operator token>` header (scripts, tests)."""
-        if self.operator is None or not header.lower().startswith("bearer "):
+    async def bearer(self, header: str) -> bool:
+        """An `Authorization: Bearer <operator credential>` header (scripts, tests)."""
+        if not self.remote or not header.lower().startswith("bearer "):
             return False
-        return hmac.compare_digest(header[7:].strip().encode(), self.operator.encode())
+        return await self._operator(header[7:].strip())
 
 
 def _json(value: Any, status: int = 200) -> JSONResponse:
@@ -85,28 +103,28 @@ def build_console(
         autoescape=select_autoescape(["html"]),
     )
 
-    def signed_in(request: Request) -> bool:
+    async def signed_in(request: Request) -> bool:
         cookie = request.cookies.get(COOKIE, "")
         if cookie and hmac.compare_digest(cookie.encode(), keys.session.encode()):
             return True
-        return keys.bearer(request.headers.get("authorization", ""))
+        return await keys.bearer(request.headers.get("authorization", ""))
 
     def foreign_host(request: Request) -> bool:
         host = request.headers.get("host", "")
         return allowed_hosts is not None and host not in allowed_hosts
 
-    def guard(request: Request, *, action: bool) -> Response | None:
+    async def guard(request: Request, *, action: bool) -> Response | None:
         if foreign_host(request):
             return _error("this console answers only at its own address", 403)
         origin = request.headers.get("origin")
         if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
             return _error("cross-site requests are refused", 403)
-        if not signed_in(request):
-            how = ("sign in at /console/login?token=<operator token>" if keys.operator
+        if not await signed_in(request):
+            how = ("sign in at /console/login?token=<operator credential>" if keys.remote
                    else "open the URL the console printed")  # fmt: skip
             return _error(f"not signed in: {how}", 401)
         # A bearer client (a script) sends no cookie a browser could be tricked into.
-        bearer = keys.bearer(request.headers.get("authorization", ""))
+        bearer = await keys.bearer(request.headers.get("authorization", ""))
         csrf = request.headers.get(CSRF_HEADER, "").encode()
         if action and not bearer and not hmac.compare_digest(csrf, keys.csrf.encode()):
             return _error("missing or wrong CSRF token", 403)
@@ -118,9 +136,9 @@ def build_console(
     async def login(request: Request) -> Response:
         if foreign_host(request):
             return _error("this console answers only at its own address", 403)
-        if not keys.take_login(request.query_params.get("token", "")):
-            if keys.operator:
-                return _error("not the operator token", 401)
+        if not await keys.take_login(request.query_params.get("token", "")):
+            if keys.remote:
+                return _error("not an operator credential", 401)
             return _error("this sign-in link was already used or is wrong; restart the "
                           "console for a new one", 401)  # fmt: skip
         response = RedirectResponse(f"{base_path}/", status_code=303)
@@ -129,7 +147,7 @@ def build_console(
         return response
 
     async def page(request: Request) -> Response:
-        refused = guard(request, action=False)
+        refused = await guard(request, action=False)
         if refused:
             return refused
         nonce = secrets.token_urlsafe(16)
@@ -149,7 +167,7 @@ def build_console(
         return value or None
 
     async def entries(request: Request) -> Response:
-        refused = guard(request, action=False)
+        refused = await guard(request, action=False)
         if refused:
             return refused
         try:
@@ -157,19 +175,20 @@ def build_console(
                 state.entries, query(request, "workspace"), limit=limits.CONSOLE_ENTRIES,
                 tool=query(request, "tool"), path=query(request, "path"),
                 outcome=query(request, "outcome"), by=query(request, "by"),
-                session=query(request, "session"),
+                session=query(request, "session"), since=query(request, "since"),
             )  # fmt: skip
         except WorkspaceError as exc:
             return _error(str(exc))
         return _json({"entries": found})
 
     async def older(request: Request) -> Response:
-        refused = guard(request, action=False)
+        refused = await guard(request, action=False)
         if refused:
             return refused
         raw = request.query_params.get("before", "")
         before = int(raw) if raw.isdigit() else None
-        filters = {k: query(request, k) for k in ("tool", "path", "outcome", "by", "session")}
+        names = ("tool", "path", "outcome", "by", "session", "since")
+        filters = {k: query(request, k) for k in names}
         try:
             found, cursor = await off_loop(state.older, query(request, "workspace"), before,
                                            limit=limits.CONSOLE_ENTRIES, **filters)  # fmt: skip
@@ -178,18 +197,20 @@ def build_console(
         return _json({"entries": found, "cursor": cursor})
 
     async def diff(request: Request) -> Response:
-        refused = guard(request, action=False)
+        refused = await guard(request, action=False)
         if refused:
             return refused
         try:
+            raw = request.query_params.get("offset", "0")
             diffs = await off_loop(state.diff, query(request, "workspace"),
-                                   request.query_params.get("id", ""))  # fmt: skip
+                                   request.query_params.get("id", ""), path=query(request, "path"),
+                                   offset=int(raw) if raw.isdigit() else 0)  # fmt: skip
         except WorkspaceError as exc:
             return _error(str(exc))
         return _json({"files": as_dicts(diffs)})
 
     async def listing(request: Request) -> Response:
-        refused = guard(request, action=False)
+        refused = await guard(request, action=False)
         if refused:
             return refused
         what = request.path_params["what"]
@@ -207,7 +228,7 @@ def build_console(
         return value if isinstance(value, dict) else {}
 
     async def undo(request: Request) -> Response:
-        refused = guard(request, action=True)
+        refused = await guard(request, action=True)
         if refused:
             return refused
         args = await body(request)
@@ -228,7 +249,7 @@ def build_console(
         return _json({"answer": answer})
 
     async def restore(request: Request) -> Response:
-        refused = guard(request, action=True)
+        refused = await guard(request, action=True)
         if refused:
             return refused
         args = await body(request)
@@ -242,7 +263,7 @@ def build_console(
             return _error(str(exc), 409)
 
     async def job_log(request: Request) -> Response:
-        refused = guard(request, action=False)
+        refused = await guard(request, action=False)
         if refused:
             return refused
         try:
@@ -252,7 +273,7 @@ def build_console(
         return _json({"log": text})
 
     async def kill(request: Request) -> Response:
-        refused = guard(request, action=True)
+        refused = await guard(request, action=True)
         if refused:
             return refused
         job_id = (await body(request)).get("id")
@@ -264,7 +285,7 @@ def build_console(
             return _error(str(exc), 409)
 
     async def events(request: Request) -> Response:
-        refused = guard(request, action=False)
+        refused = await guard(request, action=False)
         if refused:
             return refused
 

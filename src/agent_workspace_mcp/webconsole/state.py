@@ -77,11 +77,12 @@ class ConsoleState:
         outcome: str | None = None,
         by: str | None = None,
         session: str | None = None,
+        since: str | None = None,
     ) -> list[dict[str, Any]]:
         """Journal entries, newest first, across the workspaces (or one), filtered."""
         found: list[dict[str, Any]] = []
         keep = _keep({"tool": tool, "path": path, "outcome": outcome, "by": by,
-                      "session": session})  # fmt: skip
+                      "session": session, "since": since})  # fmt: skip
         for ws in [self.workspace(name)] if name else list(self.registry):
             for record in self.memory.journal(ws).newest(limit, keep):
                 found.append({**record, "workspace": ws.name})
@@ -103,19 +104,22 @@ class ConsoleState:
 
     # --- diffs -------------------------------------------------------------------
 
-    def diff(self, name: str | None, entry_id: str) -> list[FileDiff]:
-        """What one call changed, per path, from its checkpoint: unified diffs for text."""
+    def diff(self, name: str | None, entry_id: str, *, path: str | None = None,
+             offset: int = 0) -> list[FileDiff]:  # fmt: skip
+        """What one call changed, per path, from its checkpoint: unified diffs for text,
+        CONSOLE_DIFF_LINES at a time (`path` and `offset`: the next page of one file's)."""
         ws = self.workspace(name)
         store = self.store(ws)
         history = History(store, None)
         entry = history.entries[history.find(entry_id)]
         if entry.paths is None:
             raise WorkspaceError(f"#{entry.id} has no checkpoint left (pruned or damaged)")
-        return [self._file_diff(ws, store, rel, before, after)
-                for rel, (before, after) in sorted(entry.paths.items())]  # fmt: skip
+        return [self._file_diff(ws, store, rel, before, after, offset)
+                for rel, (before, after) in sorted(entry.paths.items())
+                if path is None or rel == path]  # fmt: skip
 
     def _file_diff(self, ws: Workspace, store: Store, rel: str, before: State,
-                   after: State) -> FileDiff:  # fmt: skip
+                   after: State, offset: int = 0) -> FileDiff:  # fmt: skip
         kinds = (before.get("t"), after.get("t"))
         if kinds == ("-", "f"):
             change = "created"
@@ -144,7 +148,8 @@ class ConsoleState:
         result.plus = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
         result.minus = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
         shown = limits.CONSOLE_DIFF_LINES
-        result.lines, result.more = lines[:shown], max(0, len(lines) - shown)
+        result.lines = lines[offset : offset + shown]
+        result.more = max(0, len(lines) - offset - shown)
         return result
 
     def _content(self, ws: Workspace, store: Store, rel: str, state: State) -> bytes | None:
@@ -275,8 +280,11 @@ def _keep(filters: dict[str, str | None]) -> Callable[[dict[str, Any]], bool]:
     """The timeline's filters as one predicate over journal records."""
     tool, path, by = filters.get("tool"), filters.get("path"), filters.get("by")
     outcome, session = filters.get("outcome"), filters.get("session")
+    since = filters.get("since")  # an ISO time: entries at or after it (ISO sorts as text)
 
     def keep(record: dict[str, Any]) -> bool:
+        if since and str(record.get("ts", "")) < since:
+            return False
         if tool and record.get("tool") != tool:
             return False
         if path and not any(path in str(p) for p in record.get("paths") or []):
