@@ -21,6 +21,7 @@ import pytest
 from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
+from tests.e2e.http_server import start
 from tests.helpers import requires
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -148,6 +149,16 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
                 console.base,
             )
             assert status == 403
+            # Over HTTP: the agent's token gets 401 at /console; the operator's opens it.
+            served = start(project, "--token", "tok-agent-0123456789",
+                           "--operator-token", "tok-operator-0123456789")  # fmt: skip
+            try:
+                agent_token = {"authorization": "Bearer tok-agent-0123456789"}
+                assert httpx2.get(f"{served.base}/console/", headers=agent_token).status_code == 401
+                page.goto(f"{served.base}/console/login?token=tok-operator-0123456789")
+                page.locator("tr.entry", has_text="write_file").first.wait_for(timeout=5_000)
+            finally:
+                assert served.stop() == 0
             browser.close()
         for shot in shots.iterdir():  # non-blank: a real page has many distinct bytes
             assert shot.stat().st_size > 10_000, shot

@@ -29,6 +29,15 @@ from ..core.errors import WorkspaceError
 from .state import ConsoleState, as_dicts
 
 COOKIE = "awm_console"
+
+
+def cookie_name(request: Request) -> str:
+    """One cookie per port: browsers scope cookies by host, not port, so two consoles on
+    127.0.0.1 (or a local one and an HTTP one) would otherwise overwrite each other."""
+    port = request.headers.get("host", "").rpartition(":")[2]
+    return f"{COOKIE}_{port}" if port.isdigit() else COOKIE
+
+
 CSRF_HEADER = "x-csrf-token"
 
 
@@ -104,7 +113,7 @@ def build_console(
     )
 
     async def signed_in(request: Request) -> bool:
-        cookie = request.cookies.get(COOKIE, "")
+        cookie = request.cookies.get(cookie_name(request), "")
         if cookie and hmac.compare_digest(cookie.encode(), keys.session.encode()):
             return True
         return await keys.bearer(request.headers.get("authorization", ""))
@@ -142,7 +151,7 @@ def build_console(
             return _error("this sign-in link was already used or is wrong; restart the "
                           "console for a new one", 401)  # fmt: skip
         response = RedirectResponse(f"{base_path}/", status_code=303)
-        response.set_cookie(COOKIE, keys.session, httponly=True, samesite="strict",
+        response.set_cookie(cookie_name(request), keys.session, httponly=True, samesite="strict",
                             path=base_path or "/")  # fmt: skip
         return response
 
