@@ -43,10 +43,11 @@ class Console:
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         line = self.proc.stderr.readline()
-        login = re.search(r"http://\S+/login\?token=\S+", line).group(0)
-        self.base = login.split("/login")[0]
+        login = re.search(r"(http://\S+)/login#token=(\S+)", line)
+        self.base = login.group(1)
         self.http = httpx2.Client(timeout=30)
-        self.http.get(login)
+        key = self.http.post(f"{self.base}/login", json={"token": login.group(2)}).json()["key"]
+        self.http.headers["x-console-key"] = key
         self._stop = threading.Event()
         self._thread = None
 

@@ -50,9 +50,9 @@ class RunningConsole:
             stderr=subprocess.PIPE, text=True, env=env,
         )  # fmt: skip
         line = self.proc.stderr.readline()
-        found = re.search(r"(http://127\.0\.0\.1:\d+)/login\?token=\S+", line)
+        found = re.search(r"(http://127\.0\.0\.1:\d+)/login#token=(\S+)", line)
         assert found, line
-        self.login, self.base = found.group(0), found.group(1)
+        self.login, self.base, self.token = found.group(0), found.group(1), found.group(2)
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -112,6 +112,12 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             assert page.evaluate("window.__planted") is None  # and never run
             assert PLANTED in page.locator("#notes").inner_text()
             page.screenshot(path=str(shots / "diff.png"), full_page=True)
+            # Restore as before the call: a preview of the files and line counts first.
+            diff.locator("button[data-action=restore]").click()
+            restore = diff.locator(".answer", has_text="Would restore")
+            restore.wait_for(timeout=5_000)
+            assert "notes.md  (+0 -1 lines)" in restore.inner_text()
+            assert (project / "notes.md").read_text().endswith(f"{PLANTED}\n")  # preview only
 
             # Preview, then undo; the file on disk is as before the agent's write.
             row.locator("button[data-action=undo]").click()
@@ -122,6 +128,13 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             assert (project / "notes.md").read_text() == "first line\n"
             # The operator's undo is journaled too, and arrives live.
             page.locator("tr.entry", has_text="operator").first.wait_for(timeout=3_000)
+            # What happened to this file: the agent's write and the operator's undo.
+            row.locator("button[data-action=history]", has_text="notes.md").click()
+            history = page.locator("#history-rows")
+            history.locator("tr", has_text="undo").wait_for(timeout=5_000)
+            written = history.locator("tr", has_text="write_file")
+            assert "+1 −0" in written.inner_text() and "operator" in history.inner_text()
+            page.screenshot(path=str(shots / "history.png"), full_page=True)
 
             # A running job is listed and stopped from the page.
             script = f"print({PLANTED!r}, flush=True); import time; time.sleep(60)"
@@ -155,7 +168,14 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             try:
                 agent_token = {"authorization": "Bearer tok-agent-0123456789"}
                 assert httpx2.get(f"{served.base}/console/", headers=agent_token).status_code == 401
-                page.goto(f"{served.base}/console/login?token=tok-operator-0123456789")
+                page.goto(f"{served.base}/console/")  # not signed in: the sign-in form
+                page.fill("#token", "tok-agent-0123456789")
+                page.click("#sign-in")
+                page.locator("#status", has_text="not an operator credential").wait_for(
+                    timeout=5_000
+                )
+                page.fill("#token", "tok-operator-0123456789")
+                page.click("#sign-in")
                 page.locator("tr.entry", has_text="write_file").first.wait_for(timeout=5_000)
             finally:
                 assert served.stop() == 0
@@ -164,7 +184,8 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             assert shot.stat().st_size > 10_000, shot
         # Without the cookie nothing is shown; the spent link does not sign in twice.
         assert httpx2.get(f"{console.base}/api/entries").status_code == 401
-        assert httpx2.get(console.login, follow_redirects=False).status_code == 401
+        spent = httpx2.post(f"{console.base}/login", json={"token": console.token})
+        assert spent.status_code == 401 and "already used" in spent.text
         # A rebinding attempt (another Host) is refused before anything else.
         other = httpx2.get(f"{console.base}/", headers={"host": "evil.test"})
         assert other.status_code == 403
@@ -174,3 +195,63 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
     while time.monotonic() < deadline and "running" in (job_dir / f"{job_id}.json").read_text():
         time.sleep(0.1)
     assert '"running"' not in (job_dir / f"{job_id}.json").read_text()
+
+
+class CookieCatcher:
+    """An agent's dev server on another 127.0.0.1 port: browsers send a host's cookies to
+    every port, so it receives the console's cookie when the operator opens its page."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.cookies: list[str] = []
+        catcher = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                catcher.cookies.append(self.headers.get("cookie", ""))
+                self.send_response(200)
+                self.send_header("content-type", "text/html")
+                self.end_headers()
+                self.wfile.write(b"<p>an agent's dev server</p>")
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_a_cookie_leaked_to_another_port_opens_nothing(project: Path, tmp_path: Path) -> None:
+    job_dir = tmp_path / "jobs"
+    job_dir.mkdir(mode=0o700)
+    agent(project, job_dir, ("write_file", {"path": "notes.md", "content": "changed\n"}))
+    console = RunningConsole(project, job_dir)
+    catcher = CookieCatcher()
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(console.login)
+            page.locator("tr.entry", has_text="write_file").first.wait_for(timeout=10_000)
+            page.goto(catcher.url)
+            # The page still works after the detour: its key is kept for its own origin.
+            page.goto(console.base + "/")
+            page.locator("tr.entry", has_text="write_file").first.wait_for(timeout=10_000)
+            browser.close()
+        leaked = next(c for c in catcher.cookies if "awm_console" in c)  # the browser leaks it
+        replay = {"cookie": leaked}
+        for path in ("/api/entries", "/api/list/jobs", "/api/diff?id=x", "/events"):
+            answer = httpx2.get(console.base + path, headers=replay, timeout=5)
+            assert answer.status_code == 401, (path, answer.status_code)
+        shell = httpx2.get(console.base + "/", headers=replay).text
+        key = re.findall(r"[A-Za-z0-9_-]{40,}", shell)
+        assert not key, "the page carries no secret a replayed cookie could read"
+        undo = httpx2.post(console.base + "/api/undo", headers=replay, json={"entry": "x"})
+        assert undo.status_code in (401, 403)
+        assert (project / "notes.md").read_text() == "changed\n"
+    finally:
+        catcher.server.shutdown()
+        console.stop()

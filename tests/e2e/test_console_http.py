@@ -59,21 +59,25 @@ def test_the_operator_undoes_an_agents_write_and_cross_site_is_refused(
     root: Path = served.root  # type: ignore[attr-defined]
     assert (root / "a.txt").read_text() == "after\n"
     browser = httpx2.Client(base_url=served.base)
-    signed = browser.get(f"/console/login?token={OPERATOR}", follow_redirects=False)
-    assert signed.status_code == 303 and "samesite=strict" in signed.headers["set-cookie"].lower()
-    entries = browser.get("/console/api/entries").json()["entries"]
+    assert browser.post("/console/login", json={"token": AGENT}).status_code == 401
+    signed = browser.post("/console/login", json={"token": OPERATOR})
+    assert signed.status_code == 200 and "samesite=strict" in signed.headers["set-cookie"].lower()
+    assert "httponly" in signed.headers["set-cookie"].lower()
+    key = signed.json()["key"]
+    # The cookie alone reads nothing: the page key (kept by the page, per origin) is needed.
+    assert browser.get("/console/api/entries").status_code == 401
+    entries = browser.get("/console/api/entries", headers={"x-console-key": key}).json()["entries"]
     entry = next(e for e in entries if e["tool"] == "write_file")
     assert entry["by"] == "token"  # the agent's subject, shown to the operator
-    page = browser.get("/console/").text
-    csrf = page.split('const CSRF = "', 1)[1].split('"', 1)[0]
+    assert key not in browser.get("/console/").text  # the page carries no secret
     action = {"workspace": "default", "entry": entry["id"]}
     # With the cookie but from another site: refused, whatever the CSRF header says.
     foreign = browser.post("/console/api/undo", json=action,
-                           headers={"x-csrf-token": csrf, "origin": "http://evil.test"})  # fmt: skip
+                           headers={"x-console-key": key, "origin": "http://evil.test"})  # fmt: skip
     assert foreign.status_code == 403
-    assert browser.post("/console/api/undo", json=action).status_code == 403  # no CSRF token
+    assert browser.post("/console/api/undo", json=action).status_code == 403  # no page key
     assert (root / "a.txt").read_text() == "after\n"
-    done = browser.post("/console/api/undo", json=action, headers={"x-csrf-token": csrf})
+    done = browser.post("/console/api/undo", json=action, headers={"x-console-key": key})
     assert done.status_code == 200 and done.json()["answer"].startswith("Undid 1 call"), done.text
     assert (root / "a.txt").read_text() == "before\n"
 
@@ -224,5 +228,29 @@ def test_a_jwt_with_the_operator_scope_opens_the_console(tmp_path: Path) -> None
         operator = httpx2.get(page, headers={
             "authorization": f"Bearer {token('files:read workspace:operate')}"})  # fmt: skip
         assert operator.status_code == 200 and "console" in operator.text
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_console_session_holds_across_workers(tmp_path: Path) -> None:
+    """Signed in at one worker, good at every worker: sessions are signed with the
+    supervisor's key, not kept in one worker's memory."""
+    server = start(tmp_path, "--token", AGENT, "--operator-token", OPERATOR, "--workers", "2")
+    try:
+        browser = httpx2.Client(base_url=server.base)
+        key = browser.post("/console/login", json={"token": OPERATOR}).json()["key"]
+        answers = []
+        for _ in range(30):  # a fresh connection each time: the kernel spreads them
+            cookies = dict(browser.cookies)
+            answer = httpx2.get(f"{server.base}/console/api/entries", cookies=cookies,
+                                headers={"x-console-key": key, "connection": "close"})  # fmt: skip
+            answers.append(answer.status_code)
+        assert answers == [200] * 30
+        forged = dict(browser.cookies)
+        name = next(iter(forged))
+        forged[name] = forged[name][:-1] + ("0" if forged[name][-1] != "0" else "1")
+        tampered = httpx2.get(f"{server.base}/console/api/entries", cookies=forged,
+                              headers={"x-console-key": key})  # fmt: skip
+        assert tampered.status_code == 401
     finally:
         assert server.stop() == 0

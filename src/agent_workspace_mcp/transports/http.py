@@ -104,7 +104,13 @@ def _console(services: Services):
             for sid, info in list(services.sessions.items())
         ],
     )
-    keys = Secrets(operator=settings.operator_token, operator_jwt=_operator_jwt(settings))
+    signing = None
+    if settings.workers > 1:  # a worker: sessions must be good at every worker
+        from .workers import console_key
+
+        signing = console_key(services.jobs.job_dir)
+    keys = Secrets(operator=settings.operator_token, operator_jwt=_operator_jwt(settings),
+                   signing_key=signing)  # fmt: skip
     console = build_console(state, keys, allowed_hosts=None, base_path=CONSOLE_PATH)
     return Starlette(routes=[Mount(CONSOLE_PATH, app=console)])
 

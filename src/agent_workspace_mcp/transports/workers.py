@@ -78,7 +78,22 @@ def shared_directory(job_dir: str | None) -> str:
     os.makedirs(parent, 0o700, exist_ok=True)
     shared = tempfile.mkdtemp(prefix="workers-", dir=parent)
     os.mkdir(os.path.join(shared, "metrics"), 0o700)
+    # One console signing key for all workers, so a console session signed in at one
+    # worker is good at the next (webconsole.app.Secrets).
+    fd = os.open(os.path.join(shared, CONSOLE_KEY_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(os.urandom(limits.CONSOLE_TOKEN_BYTES))
     return shared
+
+
+CONSOLE_KEY_FILE = "console.key"
+
+
+def console_key(shared: str) -> bytes:
+    """A worker's copy of the supervisor's console signing key (see shared_directory)."""
+    fd = os.open(os.path.join(shared, CONSOLE_KEY_FILE), os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as key:
+        return key.read(limits.CONSOLE_TOKEN_BYTES)
 
 
 class Supervisor:

@@ -1,18 +1,24 @@
-"""The console's web application (Starlette, server-sent events, a Jinja2 page).
+"""The console's web application (Starlette, server-sent events, Jinja2 pages).
 
-Safe to open: the URL printed at start carries a one-time token that becomes an
-HttpOnly, SameSite=Strict session cookie; every other route needs that cookie, every
-action (POST) also needs the page's CSRF token in a header, and a request whose Host or
-Origin is not this console's is refused (DNS rebinding, cross-site posts). The page
-puts agent-provided text in as text, never as HTML.
+Safe to open: signing in (the one-time token printed with the URL, or an operator
+credential over HTTP) gives the browser two halves of one session: an HttpOnly,
+SameSite=Strict cookie, and a page key the sign-in page keeps in the origin's
+localStorage and the page sends as a header with every request (it is also the CSRF
+token). Both are needed: browsers send a host's cookies to every port of it, so a server
+an agent runs on another 127.0.0.1 port can receive the cookie, but it cannot read the
+console origin's storage, and the pages themselves carry no secret. A request whose
+Host or Origin is not this console's is refused (DNS rebinding, cross-site posts). The
+page puts agent-provided text in as text, never as HTML.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 import secrets
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -21,7 +27,7 @@ import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..core import limits
@@ -29,6 +35,7 @@ from ..core.errors import WorkspaceError
 from .state import ConsoleState, as_dicts
 
 COOKIE = "awm_console"
+KEY_HEADER = "x-console-key"
 
 
 def cookie_name(request: Request) -> str:
@@ -38,30 +45,28 @@ def cookie_name(request: Request) -> str:
     return f"{COOKIE}_{port}" if port.isdigit() else COOKIE
 
 
-CSRF_HEADER = "x-csrf-token"
-
-
 class Secrets:
-    """The sign-in credential, the session cookie value and the CSRF token.
+    """Sign-in and sessions.
 
     Locally the credential is a one-time token printed with the URL; over HTTP it is
-    the operator token (`--operator-token`), which also authorizes API calls as a
-    bearer token and is never spent."""
+    the operator token (`--operator-token`) or a JWT with the operator scope, which
+    also authorize API calls as a bearer token and are never spent. Sessions are
+    signed, not stored, so every `--workers` process accepts them (`signing_key`: the
+    supervisor's, shared through its private directory)."""
 
     def __init__(
         self,
         operator: str | None = None,
         operator_jwt: Callable[[str], Awaitable[bool]] | None = None,
+        signing_key: bytes | None = None,
     ) -> None:
         self.operator = operator
         # Over HTTP with JWT auth: a token carrying the operator scope (OPERATOR_SCOPE).
         self.operator_jwt = operator_jwt
-        remote = operator is not None or operator_jwt is not None
+        self.signing = signing_key or secrets.token_bytes(limits.CONSOLE_TOKEN_BYTES)
         self.login: str | None = (
-            None if remote else secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
+            None if self.remote else secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
         )
-        self.session = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
-        self.csrf = secrets.token_urlsafe(limits.CONSOLE_TOKEN_BYTES)
 
     @property
     def remote(self) -> bool:
@@ -89,6 +94,23 @@ class Secrets:
             return False
         return await self._operator(header[7:].strip())
 
+    def _mac(self, purpose: str, body: str) -> str:
+        return hmac.new(self.signing, f"{purpose}|{body}".encode(), hashlib.sha256).hexdigest()
+
+    def new_session(self) -> tuple[str, str]:
+        """A fresh session: (the cookie's value, the page key)."""
+        expires = int(time.time()) + limits.CONSOLE_SESSION_SECONDS
+        body = f"{secrets.token_urlsafe(16)}.{expires}"
+        return f"{body}.{self._mac('cookie', body)}", self._mac("page", body)
+
+    def page_key(self, cookie: str) -> str | None:
+        """The page key of a genuine, unexpired session cookie; None otherwise."""
+        body, _, mac = cookie.rpartition(".")
+        expires = body.rpartition(".")[2]
+        if not expires.isdigit() or not hmac.compare_digest(mac, self._mac("cookie", body)):
+            return None
+        return self._mac("page", body) if int(expires) > time.time() else None
+
 
 def _json(value: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(value, status_code=status)
@@ -112,64 +134,85 @@ def build_console(
         autoescape=select_autoescape(["html"]),
     )
 
-    async def signed_in(request: Request) -> bool:
+    def cookie_key(request: Request) -> str | None:
         cookie = request.cookies.get(cookie_name(request), "")
-        if cookie and hmac.compare_digest(cookie.encode(), keys.session.encode()):
-            return True
-        return await keys.bearer(request.headers.get("authorization", ""))
+        return keys.page_key(cookie) if cookie else None
 
     def foreign_host(request: Request) -> bool:
         host = request.headers.get("host", "")
         return allowed_hosts is not None and host not in allowed_hosts
 
-    async def guard(request: Request, *, action: bool) -> Response | None:
+    def foreign(request: Request) -> Response | None:
         if foreign_host(request):
             return _error("this console answers only at its own address", 403)
         origin = request.headers.get("origin")
         if origin is not None and origin.split("://", 1)[-1] != request.headers.get("host"):
             return _error("cross-site requests are refused", 403)
-        if not await signed_in(request):
-            how = ("sign in at /console/login?token=<operator credential>" if keys.remote
-                   else "open the URL the console printed")  # fmt: skip
-            return _error(f"not signed in: {how}", 401)
-        # A bearer client (a script) sends no cookie a browser could be tricked into.
-        bearer = await keys.bearer(request.headers.get("authorization", ""))
-        csrf = request.headers.get(CSRF_HEADER, "").encode()
-        if action and not bearer and not hmac.compare_digest(csrf, keys.csrf.encode()):
-            return _error("missing or wrong CSRF token", 403)
         return None
+
+    not_signed_in = (
+        "not signed in: sign in at /console/login with the operator credential"
+        if keys.remote else "not signed in: open the URL the console printed"
+    )  # fmt: skip
+
+    async def guard(request: Request, *, action: bool) -> Response | None:
+        refused = foreign(request)
+        if refused:
+            return refused
+        # A bearer client (a script) sends no cookie a browser could be tricked into.
+        if await keys.bearer(request.headers.get("authorization", "")):
+            return None
+        expected = cookie_key(request)
+        if expected is None:
+            return _error(not_signed_in, 401)
+        offered = request.headers.get(KEY_HEADER, "")
+        if hmac.compare_digest(offered.encode(), expected.encode()):
+            return None
+        if action:
+            return _error("missing or wrong page key (the CSRF token)", 403)
+        return _error(f"{not_signed_in} (this browser has no page key for it)", 401)
 
     async def off_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
+    def html(name: str, status: int = 200, **values: Any) -> Response:
+        nonce = secrets.token_urlsafe(16)
+        text = templates.get_template(name).render(base=base_path, nonce=nonce,
+                                                   remote=keys.remote, **values)  # fmt: skip
+        return Response(text, status_code=status, media_type="text/html; charset=utf-8",
+                        headers={"content-security-policy": CSP.format(nonce=nonce),
+                                 "x-content-type-options": "nosniff",
+                                 "referrer-policy": "no-referrer",
+                                 "cache-control": "no-store"})  # fmt: skip
+
+    async def login_page(request: Request) -> Response:
+        return foreign(request) or html("login.html")
+
     async def login(request: Request) -> Response:
-        if foreign_host(request):
-            return _error("this console answers only at its own address", 403)
-        if not await keys.take_login(request.query_params.get("token", "")):
+        refused = foreign(request)
+        if refused:
+            return refused
+        token = (await body(request)).get("token")
+        if not isinstance(token, str) or not await keys.take_login(token):
             if keys.remote:
                 return _error("not an operator credential", 401)
             return _error("this sign-in link was already used or is wrong; restart the "
                           "console for a new one", 401)  # fmt: skip
-        response = RedirectResponse(f"{base_path}/", status_code=303)
-        response.set_cookie(cookie_name(request), keys.session, httponly=True, samesite="strict",
-                            path=base_path or "/")  # fmt: skip
+        cookie, page_key = keys.new_session()
+        response = _json({"key": page_key})
+        response.set_cookie(cookie_name(request), cookie, httponly=True, samesite="strict",
+                            path=base_path or "/",
+                            max_age=limits.CONSOLE_SESSION_SECONDS)  # fmt: skip
         return response
 
     async def page(request: Request) -> Response:
-        refused = await guard(request, action=False)
+        refused = foreign(request)
         if refused:
             return refused
-        nonce = secrets.token_urlsafe(16)
-        html = templates.get_template("console.html").render(
-            csrf=keys.csrf,
-            base=base_path,
-            nonce=nonce,
-            workspaces=[ws.name for ws in state.registry],
-        )
-        return Response(html, media_type="text/html; charset=utf-8",
-                        headers={"content-security-policy": CSP.format(nonce=nonce),
-                                 "x-content-type-options": "nosniff",
-                                 "referrer-policy": "no-referrer"})  # fmt: skip
+        bearer = await keys.bearer(request.headers.get("authorization", ""))
+        if not bearer and cookie_key(request) is None:
+            return html("login.html", 401)
+        return html("console.html")
 
     def query(request: Request, name: str) -> str | None:
         value = request.query_params.get(name)
@@ -205,6 +248,21 @@ def build_console(
             return _error(str(exc))
         return _json({"entries": found, "cursor": cursor})
 
+    async def history(request: Request) -> Response:
+        refused = await guard(request, action=False)
+        if refused:
+            return refused
+        path = query(request, "path")
+        if path is None:
+            return _error("give the path whose history to show")
+        raw = request.query_params.get("before", "")
+        try:
+            found, cursor = await off_loop(state.file_history, query(request, "workspace"),
+                                           path, int(raw) if raw.isdigit() else None)  # fmt: skip
+        except WorkspaceError as exc:
+            return _error(str(exc))
+        return _json({"entries": found, "cursor": cursor})
+
     async def diff(request: Request) -> Response:
         refused = await guard(request, action=False)
         if refused:
@@ -224,7 +282,8 @@ def build_console(
             return refused
         what = request.path_params["what"]
         source = {"notes": state.notes, "changes": state.changes, "jobs": state.jobs,
-                  "sessions": state.live_sessions}.get(what)  # fmt: skip
+                  "sessions": state.live_sessions,
+                  "workspaces": lambda: [ws.name for ws in state.registry]}.get(what)  # fmt: skip
         if source is None:
             return _error("unknown listing", 404)
         return _json({what: await off_loop(source)})
@@ -267,7 +326,9 @@ def build_console(
             return _error("give the path and the entry id to restore it as before")
         workspace = args.get("workspace") if isinstance(args.get("workspace"), str) else None
         try:
-            return _json({"answer": await off_loop(state.restore, workspace, path, before)})
+            answer = await off_loop(state.restore, workspace, path, before,
+                                    dry_run=bool(args.get("dryRun")))  # fmt: skip
+            return _json({"answer": answer})
         except WorkspaceError as exc:
             return _error(str(exc), 409)
 
@@ -319,11 +380,13 @@ def build_console(
                                  headers={"cache-control": "no-store"})  # fmt: skip
 
     routes = [
-        Route("/login", login),
+        Route("/login", login_page, methods=["GET"]),
+        Route("/login", login, methods=["POST"]),
         Route("/", page),
         Route("/api/entries", entries),
         Route("/api/older", older),
         Route("/api/diff", diff),
+        Route("/api/history", history),
         Route("/api/list/{what}", listing),
         Route("/api/undo", undo, methods=["POST"]),
         Route("/api/restore", restore, methods=["POST"]),

@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
     )
     keys = Secrets()
     app = build_console(state, keys, allowed_hosts={f"{HOST}:{bound}", f"localhost:{bound}"})
-    url = f"http://{HOST}:{bound}/login?token={keys.login}"
+    url = f"http://{HOST}:{bound}/login#token={keys.login}"
     names = ", ".join(f"{ws.name}={ws.root}" for ws in registry)
     say(f"console for {names}: {url}")
     say("the link signs in once; keep it private (it can undo the agents' work)")

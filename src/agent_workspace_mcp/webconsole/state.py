@@ -102,6 +102,35 @@ class ConsoleState:
         records, cursor = self.memory.journal(ws).page(before, limit, keep)
         return [{**r, "workspace": ws.name} for r in records], cursor
 
+    def file_history(self, name: str | None, path: str, before: int | None = None,
+                     ) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
+        """What happened to one file: the calls that named it (or a path under it),
+        newest first, each with the +/- lines it made to that file, and the cursor of the
+        next page (as `older`)."""
+        ws = self.workspace(name)
+        path = path.strip().strip("/")
+
+        def touches(record: dict[str, Any]) -> bool:
+            named = (str(p).strip("/") for p in record.get("paths") or [])
+            return any(p == path or p.startswith(path + "/") for p in named)
+
+        records, cursor = self.memory.journal(ws).page(before, limits.CONSOLE_HISTORY_ENTRIES,
+                                                       touches)  # fmt: skip
+        found = []
+        for record in records:
+            row: dict[str, Any] = {**record, "workspace": ws.name}
+            try:
+                diffs = self.diff(ws.name, str(record.get("id", "")))
+            except WorkspaceError:
+                diffs = []  # a read, a command, or a pruned checkpoint: no counts
+            mine = [d for d in diffs if d.path == path or d.path.startswith(path + "/")]
+            if mine:
+                row["plus"] = sum(d.plus for d in mine)
+                row["minus"] = sum(d.minus for d in mine)
+                row["what"] = ", ".join(sorted({d.change for d in mine}))
+            found.append(row)
+        return found, cursor
+
     # --- diffs -------------------------------------------------------------------
 
     def diff(self, name: str | None, entry_id: str, *, path: str | None = None,
@@ -206,9 +235,15 @@ class ConsoleState:
         with journaled(ws, "undo", store=store, memory=self.memory, subject=OPERATOR):
             return run()
 
-    def restore(self, name: str | None, path: str, before: str) -> str:
+    def restore(self, name: str | None, path: str, before: str, *, dry_run: bool = False) -> str:
+        """A file (or folder) as before entry `before`; a dry run says what would change
+        (files and line counts) and is not journaled."""
         ws = self.workspace(name)
         store = self.store(ws)
+        if dry_run:
+            result = undoing.restore(ws, store, self.locks, path, before, subject=None,
+                                     dry_run=True)  # fmt: skip
+            return undoing.render(result, dry_run=True, head="restore")
         with journaled(ws, "restore_file", store=store, memory=self.memory, subject=OPERATOR):
             result = undoing.restore(ws, store, self.locks, path, before, subject=None)
         return undoing.render(result, dry_run=False, head="restore")

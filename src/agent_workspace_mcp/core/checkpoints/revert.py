@@ -8,12 +8,14 @@ and if a step fails midway it is applied back, leaving every file as it was.
 from __future__ import annotations
 
 import difflib
+import hashlib
 from dataclasses import dataclass, field
 
-from ..containment import display_path
+from ..containment import display_path, locate
 from ..echo import listing
 from ..errors import WorkspaceError
 from ..limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_MAX_PATHS, MIB, UNDO_DIFF_MAX_BYTES
+from ..textio import read_bytes
 from ..workspaces import Workspace
 from .history import Entry, Plan
 from .recorder import Recorder
@@ -109,7 +111,7 @@ def carry_out(
         current.update(found)
         targets.update(dict.fromkeys(found, NONE))
     for rel in sorted(targets):
-        verb, note = _verb(current.get(rel, NONE), targets[rel], store if not dry_run else None)
+        verb, note = _verb(current.get(rel, NONE), targets[rel], store, ws, rel)
         if verb:
             result.lines.append((verb, _shown(ws, rel), note))
     # All or nothing needs a way back for everything this undo replaces.
@@ -149,7 +151,7 @@ def _roll_back(ws: Workspace, before: dict[str, State], store: Store, exc: Works
     raise WorkspaceError(f"undo failed: {exc}; every file was put back as it was") from None
 
 
-def _verb(now: State, want: State, store: Store | None) -> tuple[str, str]:
+def _verb(now: State, want: State, store: Store, ws: Workspace, rel: str) -> tuple[str, str]:
     """How one path changes, for the answer: ('' if it does not)."""
     if want["t"] == "d" and now["t"] == "d":
         return ("mode", f"{want['m']:04o}") if now.get("m") != want.get("m") else ("", "")
@@ -159,19 +161,33 @@ def _verb(now: State, want: State, store: Store | None) -> tuple[str, str]:
         return "deleted", ""
     if now["t"] == "-":
         return "created", {"d": "directory", "l": f"symlink -> {want.get('k')}"}.get(want["t"], "")
-    if now["t"] == "f" and want["t"] == "f" and store is not None:
-        return "restored", _line_counts(now, want, store)
+    if now["t"] == "f" and want["t"] == "f":
+        return "restored", _line_counts(now, want, store, ws, rel)
     return "restored", ""
 
 
-def _line_counts(now: State, want: State, store: Store) -> str:
-    if max(now.get("s", 0), want.get("s", 0)) > UNDO_DIFF_MAX_BYTES or not now.get("o"):
+def _present(now: State, store: Store, ws: Workspace, rel: str) -> bytes:
+    """The bytes a path holds now: from the store once recorded, else (a preview, which
+    records nothing) read from disk, and only if still the content `now` describes."""
+    if now.get("o"):
+        return store.get(now["h"], now["s"])
+    with locate(ws, rel) as loc:
+        data, _ = read_bytes(loc, UNDO_DIFF_MAX_BYTES)
+    if hashlib.sha256(data).hexdigest() != now.get("h"):
+        raise WorkspaceError("changed while previewing")
+    return data
+
+
+def _line_counts(now: State, want: State, store: Store, ws: Workspace, rel: str) -> str:
+    if max(now.get("s", 0), want.get("s", 0)) > UNDO_DIFF_MAX_BYTES:
         return ""
     try:
-        old = store.get(now["h"], now["s"]).decode("utf-8").splitlines()
+        old = _present(now, store, ws, rel).decode("utf-8").splitlines()
         new = store.get(want["h"], want["s"]).decode("utf-8").splitlines()
-    except (WorkspaceError, UnicodeDecodeError):
-        return "binary" if now.get("s") or want.get("s") else ""
+    except UnicodeDecodeError:
+        return "binary"
+    except WorkspaceError:
+        return ""
     plus = minus = 0
     for line in difflib.unified_diff(old, new, lineterm="", n=0):
         if line.startswith("+") and not line.startswith("+++"):

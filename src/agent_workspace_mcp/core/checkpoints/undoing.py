@@ -72,10 +72,11 @@ def undo(
 
 
 def restore(
-    ws: Workspace, store: Store, locks: PathLocks, path: str, before: str, *, subject: str | None
-) -> Result:
+    ws: Workspace, store: Store, locks: PathLocks, path: str, before: str, *,
+    subject: str | None, dry_run: bool = False,
+) -> Result:  # fmt: skip
     """Put `path` (a directory: everything recorded under it) back as before entry
-    `before`, whatever changed it since."""
+    `before`, whatever changed it since (`dry_run`: only say what would change)."""
     with locate(ws, path, follow_final=False, defer_parents=True) as loc:
         rel, shown = loc.real_rel, loc.display
     if loc.is_root:
@@ -108,11 +109,12 @@ def restore(
                 plan,
                 store,
                 force=False,
-                dry_run=False,
-                recorder=activity.current_recorder(),
+                dry_run=dry_run,
+                recorder=None if dry_run else activity.current_recorder(),
                 check_outside=False,
             )
-    activity.record([shown], f"restored as before #{chosen[0].id}")
+    if not dry_run:
+        activity.record([shown], f"restored as before #{chosen[0].id}")
     result.entries = chosen[:1]
     return result
 
