@@ -209,7 +209,7 @@ class CookieCatcher:
         catcher = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+            def do_GET(self) -> None:
                 catcher.cookies.append(self.headers.get("cookie", ""))
                 self.send_response(200)
                 self.send_header("content-type", "text/html")

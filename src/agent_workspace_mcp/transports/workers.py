@@ -80,7 +80,8 @@ def shared_directory(job_dir: str | None) -> str:
     os.mkdir(os.path.join(shared, "metrics"), 0o700)
     # One console signing key for all workers, so a console session signed in at one
     # worker is good at the next (webconsole.app.Secrets).
-    fd = os.open(os.path.join(shared, CONSOLE_KEY_FILE), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    key = os.path.join(shared, CONSOLE_KEY_FILE)
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(os.urandom(limits.CONSOLE_TOKEN_BYTES))
     return shared
