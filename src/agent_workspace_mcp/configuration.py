@@ -399,6 +399,10 @@ def preflight(settings: Settings) -> WorkspaceRegistry:
         registry = WorkspaceRegistry.confined(
             settings.root, settings.workspaces, allow_git_writes=settings.allow_git_writes
         )
+    if (settings.confirm or settings.confirm_path) and not settings.confirm_via:
+        raise ConfigError(
+            "--confirm needs someone to answer: --confirm-via console, client or both"
+        )
     if settings.http:
         _check_http(settings)
     elif settings.workers > 1:
@@ -409,6 +413,13 @@ def preflight(settings: Settings) -> WorkspaceRegistry:
 def _check_http(settings: Settings) -> None:
     jwt = has_jwt(settings)
     operator = settings.operator_token
+    asks = settings.confirm or settings.confirm_path
+    if asks and settings.confirm_via == ("console",) and operator is None and not jwt:
+        raise ConfigError(
+            "--confirm over HTTP with --confirm-via console needs the console: give "
+            "--operator-token (or JWT auth, whose workspace:operate scope opens it), or add "
+            "--confirm-via client"
+        )
     if operator is not None:
         if len(operator) < OPERATOR_TOKEN_MIN_CHARS:
             raise ConfigError(

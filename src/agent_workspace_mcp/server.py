@@ -41,6 +41,7 @@ from .settings import Settings
 from .surface import Surface
 from .surface import compute as compute_surface
 from .tools import (
+    approvals,
     changes,
     code,
     editing,
@@ -70,6 +71,7 @@ TOOL_MODULES = (
     changes,
     skills,
     undo,
+    approvals,
     workspaces,
     persona,
 )
@@ -175,6 +177,12 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
             )
         )
     errors = ErrorShapingMiddleware()
+    gate = None
+    if settings.confirm or settings.confirm_path:
+        from .middleware.approvals import ApprovalGate
+
+        gate = ApprovalGate(services)
+        services.approvals = gate.approvals
     app = FastMCP(
         PROG,
         auth=auth,
@@ -198,6 +206,9 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
                     errors,
                     ArgumentRepairMiddleware(),
                     LeanToolListMiddleware(single_workspace=len(registry) == 1),
+                    # Last: it sees the repaired arguments that will run, and its own
+                    # answers go through the error layer and into the journal.
+                    *([gate] if gate is not None else []),
                 ]
             )
         ],
@@ -210,6 +221,8 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
 
         add_http_routes(app, services, authenticated=auth is not None)
     services.surface = _apply_surface(app, settings)
+    if gate is not None:
+        gate.configure(REGISTERED.get(app, {}), services.surface.profile.renames)
     errors.why_not = services.surface.why_not
     if settings.tool_search:
         _tool_search(app, settings)

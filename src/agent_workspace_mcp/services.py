@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from .core.approvals import Approvals
 from .core.changes import Changes
 from .core.checkpoints.store import Store
 from .core.exec.commands import safe_path_dirs
@@ -44,6 +45,7 @@ class Services:
     # HTTP sessions: id -> who opened it and its workspace subpath (transports.http)
     sessions: dict = field(default_factory=dict)
     surface: Surface | None = None  # what is served (surface.compute), once registered
+    approvals: Approvals | None = None  # with --confirm/--confirm-path (issue 32)
 
     @property
     def workspaces(self) -> WorkspaceView:

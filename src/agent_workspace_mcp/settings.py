@@ -122,6 +122,26 @@ class Settings(BaseModel):
         "journal, notes and audit files rotate past this size (bytes)",
         TOOLS, None, ("WORKSPACE_MCP_JOURNAL_MAX_BYTES",),
     )] = limits.JOURNAL_MAX_BYTES_DEFAULT
+    confirm: Annotated[tuple[str, ...], Opt(
+        "ask a person before these run: tool names or the classes exec (commands), "
+        "destructive (deletes, overwriting moves, patches that delete, forced undo) and "
+        "write (every change); comma-separated, repeatable",
+        TOOLS, "--confirm", ("WORKSPACE_MCP_CONFIRM",), "WHAT",
+    )] = ()
+    confirm_path: Annotated[tuple[str, ...], Opt(
+        "ask a person before any change to a path matching these globs (gitignore "
+        "syntax; comma-separated, repeatable)",
+        TOOLS, "--confirm-path", ("WORKSPACE_MCP_CONFIRM_PATH",), "GLOB",
+    )] = ()
+    confirm_via: Annotated[tuple[Literal["console", "client"], ...], Opt(
+        "who may answer: the operator console, and/or the client (elicitation, "
+        "input_required; a client may answer on its own)",
+        TOOLS, "--confirm-via", ("WORKSPACE_MCP_CONFIRM_VIA",), "console,client",
+    )] = ("console",)
+    confirm_timeout: Annotated[float, Field(gt=0, le=limits.CONFIRM_TIMEOUT_MAX), Opt(
+        "seconds a request for approval waits for an answer; then the call is refused",
+        TOOLS, "--confirm-timeout", ("WORKSPACE_MCP_CONFIRM_TIMEOUT",), "SECONDS",
+    )] = limits.CONFIRM_TIMEOUT_DEFAULT
     checkpoints: Annotated[bool, Opt(
         "do not record what each write replaces (undo and restore_file then have nothing "
         "to restore)",

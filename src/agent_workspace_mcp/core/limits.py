@@ -317,3 +317,15 @@ CONSOLE_POLL_SECONDS = 0.5  # ours: how often the live stream looks for new entr
 CONSOLE_TOKEN_BYTES = 32  # ours: the one-time login token and the session signing key
 CONSOLE_SESSION_SECONDS = 12 * 3600  # ours: a signed-in browser signs in again after this
 OPERATOR_TOKEN_MIN_CHARS = 16  # ours: the console's credential over HTTP (it can undo all)
+
+# --- approvals (issue 32) ----------------------------------------------------------------
+# Clients give up on a request after about 60 s (Claude Desktop, the SDKs' defaults): a
+# call waits for a person at most this long, then answers "pending" with the approval id.
+CONFIRM_WAIT_SECONDS = 20.0
+CONFIRM_POLL_SECONDS = 0.25  # ours: how often a waiting call looks for the decision
+CONFIRM_TIMEOUT_DEFAULT = 300.0  # ours: no answer within this refuses the call
+CONFIRM_TIMEOUT_MAX = 24 * 3600.0  # ours
+CONFIRM_USE_SECONDS = 600.0  # ours: an approval must be used within this of the decision
+CONFIRM_KEPT = 500  # ours: approval records kept per workspace (oldest decided go first)
+CONFIRM_SUMMARY_MAX_CHARS = 8_000  # ours: what the person is shown of one call
+CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview

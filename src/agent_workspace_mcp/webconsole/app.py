@@ -282,7 +282,7 @@ def build_console(
             return refused
         what = request.path_params["what"]
         source = {"notes": state.notes, "changes": state.changes, "jobs": state.jobs,
-                  "sessions": state.live_sessions,
+                  "sessions": state.live_sessions, "approvals": state.approvals,
                   "workspaces": lambda: [ws.name for ws in state.registry]}.get(what)  # fmt: skip
         if source is None:
             return _error("unknown listing", 404)
@@ -331,6 +331,21 @@ def build_console(
             return _json({"answer": answer})
         except WorkspaceError as exc:
             return _error(str(exc), 409)
+
+    async def decide(request: Request) -> Response:
+        refused = await guard(request, action=True)
+        if refused:
+            return refused
+        args = await body(request)
+        approval_id, approve = args.get("id"), args.get("approve")
+        if not isinstance(approval_id, str) or not isinstance(approve, bool):
+            return _error("give the approval's id and approve: true or false")
+        workspace = args.get("workspace") if isinstance(args.get("workspace"), str) else None
+        try:
+            answer = await off_loop(state.decide, workspace, approval_id, approve=approve)
+        except WorkspaceError as exc:
+            return _error(str(exc), 409)
+        return _json({"answer": answer})
 
     async def job_log(request: Request) -> Response:
         refused = await guard(request, action=False)
@@ -391,6 +406,7 @@ def build_console(
         Route("/api/undo", undo, methods=["POST"]),
         Route("/api/restore", restore, methods=["POST"]),
         Route("/api/jobs/kill", kill, methods=["POST"]),
+        Route("/api/approvals/decide", decide, methods=["POST"]),
         Route("/api/jobs/log", job_log),
         Route("/events", events),
     ]

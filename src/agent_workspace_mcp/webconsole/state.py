@@ -11,11 +11,13 @@ import difflib
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core import activity, limits
+from ..core.approvals import Approvals
 from ..core.changes import Changes
 from ..core.checkpoints import undoing
 from ..core.checkpoints.history import History
@@ -28,6 +30,7 @@ from ..core.exec.jobs import default_job_dir, log_tail
 from ..core.journaling import journaled
 from ..core.locks import PathLocks
 from ..core.memory import Memory
+from ..core.statefiles import has_state_dir
 from ..core.textio import read_bytes
 from ..core.workspaces import Workspace, WorkspaceRegistry
 
@@ -58,6 +61,7 @@ class ConsoleState:
         # The HTTP server's connected sessions (subject, subpath), when it serves us.
         self.live_sessions = live_sessions or (lambda: [])
         self.job_dir = job_dir or default_job_dir()
+        self.approval_store = Approvals(limits.CONFIRM_TIMEOUT_DEFAULT)
 
     def workspace(self, name: str | None) -> Workspace:
         return self.registry.get(name)
@@ -247,6 +251,35 @@ class ConsoleState:
         with journaled(ws, "restore_file", store=store, memory=self.memory, subject=OPERATOR):
             result = undoing.restore(ws, store, self.locks, path, before, subject=None)
         return undoing.render(result, dry_run=False, head="restore")
+
+    # --- approvals (issue 32) ----------------------------------------------------------
+
+    def approvals(self) -> list[dict[str, Any]]:
+        """Every workspace's kept approval records, pending first, then newest first."""
+        found = []
+        for ws in self.registry:
+            if not has_state_dir(ws):
+                continue
+            for record in self.approval_store.pending(ws):
+                left = max(0, int(float(record.get("expires", 0)) - time.time()))
+                found.append({**record, "workspace": ws.name, "left": left})
+        return sorted(
+            found, key=lambda r: (r.get("status") != "pending", -float(r.get("created", 0)))
+        )
+
+    def decide(self, name: str | None, approval_id: str, *, approve: bool) -> str:
+        """The operator's decision, journaled as theirs (who, how, when, the digest)."""
+        ws = self.workspace(name)
+        verb = "approve" if approve else "deny"
+        with journaled(ws, verb, store=self.store(ws), memory=self.memory, subject=OPERATOR,
+                       checkpoints=False):  # fmt: skip
+            record = self.approval_store.decide(ws, approval_id, approve=approve,
+                                                by=OPERATOR, via="console")  # fmt: skip
+            activity.record(detail=f"{record['id']} {record.get('tool')} asked by "
+                                   f"{record.get('subject') or 'the agent'} "
+                                   f"(digest {str(record.get('digest'))[:12]})",
+                            result=record["status"])  # fmt: skip
+        return f"{record['id']} ({record.get('tool')}): {record['status']}"
 
     # --- notes, changes, jobs ------------------------------------------------------
 

@@ -1,0 +1,172 @@
+"""Approvals (issue 32): a person decides chosen calls, and what they approve is what runs.
+
+A request records the call's tool and a digest of its exact arguments, what the person
+is shown (a diff, argv and directory, the files a delete removes), who asked and when
+it expires. A decision (approve or deny) is made once, by the operator in the console
+or through the client, and says which. An approval is used once, by the subject that
+asked, for arguments with the same digest; other arguments are a different call.
+
+Records live in one JSON file in the workspace's state directory, changed only under
+the state lock (threads and processes), so every `--workers` process and the console
+see one truth and an approval cannot be used twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .errors import InvalidArgumentError, NotFoundError, WorkspaceError
+from .limits import CONFIRM_KEPT, CONFIRM_USE_SECONDS
+from .statefiles import read_json, state_lock, write_json
+from .workspaces import Workspace
+
+FILE = "approvals.json"
+PENDING, APPROVED, DENIED, EXPIRED, USED = "pending", "approved", "denied", "expired", "used"
+
+
+def digest(tool: str, arguments: dict[str, Any]) -> str:
+    """The identity of one call: its tool and exact arguments, canonically encoded."""
+    canonical = json.dumps({"tool": tool, "arguments": arguments}, sort_keys=True,
+                           separators=(",", ":"), ensure_ascii=False, default=str)  # fmt: skip
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class ApprovalRefused(WorkspaceError):
+    pass
+
+
+class Approvals:
+    def __init__(self, timeout: float, clock: Callable[[], float] = time.time) -> None:
+        self.timeout = timeout
+        self.clock = clock
+
+    # --- storage ---------------------------------------------------------------------
+
+    def _load(self, ws: Workspace) -> dict[str, dict[str, Any]]:
+        try:
+            value = read_json(ws, FILE)
+        except WorkspaceError:
+            value = None  # damaged: treated as empty; every pending call is asked again
+        records = value.get("approvals") if isinstance(value, dict) else None
+        if not isinstance(records, dict):
+            return {}
+        return {k: v for k, v in records.items() if isinstance(v, dict)}
+
+    def _save(self, ws: Workspace, records: dict[str, dict[str, Any]]) -> None:
+        if len(records) > CONFIRM_KEPT:  # oldest decided ones go first; pending stay
+            done = sorted((r for r in records.values() if r.get("status") != PENDING),
+                          key=lambda r: float(r.get("created", 0)))  # fmt: skip
+            for record in done[: len(records) - CONFIRM_KEPT]:
+                records.pop(str(record.get("id")), None)
+        write_json(ws, {"approvals": records}, FILE)
+
+    def _expire(self, records: dict[str, dict[str, Any]]) -> None:
+        now = self.clock()
+        for record in records.values():
+            status = record.get("status")
+            deadline = {PENDING: "expires", APPROVED: "use_by"}.get(str(status))
+            if deadline and now > float(record.get(deadline, 0)):
+                record["status"] = EXPIRED
+
+    def _read(self, ws: Workspace) -> dict[str, dict[str, Any]]:
+        """The records as of now, without writing (state files are replaced atomically)."""
+        records = self._load(ws)
+        self._expire(records)
+        return records
+
+    def _change(self, ws: Workspace, fn: Callable[[dict[str, dict[str, Any]]], Any]) -> Any:
+        with state_lock(ws):
+            records = self._load(ws)
+            self._expire(records)
+            result = fn(records)
+            self._save(ws, records)
+            return result
+
+    # --- the agent's side --------------------------------------------------------------
+
+    def request(self, ws: Workspace, *, tool: str, call_digest: str, summary: str,
+                subject: str | None, session: str | None, client: str | None,
+                ) -> dict[str, Any]:  # fmt: skip
+        """A pending request for this call: the one already waiting for the same call by
+        the same subject, else a new one."""
+
+        def make(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+            now = self.clock()
+            for record in records.values():
+                if record.get("digest") != call_digest or record.get("subject") != subject:
+                    continue
+                if record.get("status") == PENDING:
+                    return dict(record)
+                # A denial stands for as long as a request would have waited.
+                recent = now - float(record.get("decided", 0)) < self.timeout
+                if record.get("status") == DENIED and recent:
+                    return dict(record)
+            record = {"id": "ap-" + secrets.token_hex(5), "tool": tool, "digest": call_digest,
+                      "summary": summary, "subject": subject, "session": session,
+                      "client": client, "created": now, "expires": now + self.timeout,
+                      "status": PENDING}  # fmt: skip
+            records[record["id"]] = record
+            return dict(record)
+
+        return self._change(ws, make)
+
+    def take(self, ws: Workspace, *, subject: str | None, call_digest: str) -> dict | None:
+        """Use an approval of exactly this call by this subject, once; None if none."""
+
+        def use(records: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+            for record in sorted(records.values(), key=lambda r: float(r.get("created", 0))):
+                if (record.get("status") == APPROVED and record.get("digest") == call_digest
+                        and record.get("subject") == subject):  # fmt: skip
+                    record["status"], record["used"] = USED, self.clock()
+                    return dict(record)
+            return None
+
+        return self._change(ws, use)
+
+    def get(self, ws: Workspace, approval_id: str, *, subject: str | None = None,
+            operator: bool = False) -> dict[str, Any]:  # fmt: skip
+        """One record; an agent sees only its own subject's (the operator sees all)."""
+        record = self._read(ws).get(approval_id)
+        if record is None or (not operator and record.get("subject") != subject):
+            raise NotFoundError(
+                f"no approval {approval_id[:40]} of yours in this workspace (ids look like "
+                "ap-1a2b3c4d5e; they are named in the answer of the call that asked)"
+            )
+        return dict(record)
+
+    # --- the person's side -------------------------------------------------------------
+
+    def pending(self, ws: Workspace) -> list[dict[str, Any]]:
+        """Every kept record, newest first (the console shows the pending ones on top)."""
+        return sorted(self._read(ws).values(), key=lambda r: -float(r.get("created", 0)))
+
+    def decide(self, ws: Workspace, approval_id: str, *, approve: bool, by: str, via: str,
+               call_digest: str | None = None) -> dict[str, Any]:  # fmt: skip
+        """Approve or deny a pending request, once. `call_digest`: the call the decider
+        saw (a client's answer), which must be the recorded one."""
+        if not approval_id.startswith("ap-"):
+            raise InvalidArgumentError(f"'{approval_id[:40]}' is not an approval id")
+
+        def settle(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+            record = records.get(approval_id)
+            if record is None:
+                raise NotFoundError(f"no approval {approval_id[:40]} in this workspace")
+            if call_digest is not None and record.get("digest") != call_digest:
+                raise ApprovalRefused(
+                    f"approval {approval_id} is for other arguments than this call's"
+                )
+            if record.get("status") != PENDING:
+                raise ApprovalRefused(
+                    f"approval {approval_id} is already {record.get('status')}; nothing decided"
+                )
+            now = self.clock()
+            record.update(status=APPROVED if approve else DENIED, decided_by=by, via=via,
+                          decided=now, use_by=now + CONFIRM_USE_SECONDS)  # fmt: skip
+            return dict(record)
+
+        return self._change(ws, settle)

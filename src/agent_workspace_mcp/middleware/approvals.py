@@ -1,0 +1,365 @@
+"""`--confirm`: the calls a person decides (issue 32), failing closed.
+
+A call the operator chose (`--confirm` tools or classes, `--confirm-path` globs) runs
+only with an approval of exactly its arguments (core.approvals: digest-bound, single
+use, short-lived). Without one, the person is shown what will happen (the diff of an
+edit, a patch or a write; argv and directory of a command; the files a delete removes)
+and asked where `--confirm-via` allows: through the client (`input_required` on
+2026-07-28, elicitation on 2025-11-25, only if it declares elicitation) and in the
+operator console. No answer within CONFIRM_WAIT_SECONDS: the call answers "pending"
+with the approval id (clients give up at about 60 s), and the agent repeats it once
+approved. No answer within `--confirm-timeout`: refused. No one to ask: refused.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import stat
+import warnings
+from typing import Any
+
+import anyio
+import mcp_types
+from fastmcp.server.middleware import Middleware, MiddlewareContext
+from fastmcp.tools.base import ToolResult
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, Field
+
+from ..core import activity, limits
+from ..core.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
+from ..core.containment import locate
+from ..core.echo import echo, listing
+from ..core.errors import ConfigError, WorkspaceError
+from ..core.nearmiss import closest
+from ..core.search.python_engine import walk_files
+from ..core.textio import read_bytes
+from ..requestctx import current_subject, session_and_client
+from ..services import Services
+
+EXEC = ("run_command", "bash", "start_job", "run_task")
+CLASSES = ("exec", "destructive", "write")
+PREVIEWED = ("edit_file", "patch", "apply_patch")  # tools with dryRun: their diff is shown
+PATH_ARGUMENTS = ("path", "paths", "source", "destination")
+ASK = "approval"  # the key of our input request
+
+
+def _deletes_files(patch: Any) -> bool:
+    text = str(patch)
+    return "+++ /dev/null" in text or "*** Delete File" in text or "deleted file mode" in text
+
+
+class ApprovalGate(Middleware):
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        settings = services.settings
+        self.approvals = Approvals(settings.confirm_timeout)
+        self.asked = set(settings.confirm)
+        self.via = set(settings.confirm_via)
+        self.paths = None
+        if settings.confirm_path:
+            from pathspec import GitIgnoreSpec
+
+            self.paths = GitIgnoreSpec.from_lines(settings.confirm_path)
+        self.writes: dict[str, bool] = {}
+        self.ours: dict[str, str] = {}
+
+    def configure(self, registered: dict[str, bool], renames: dict[str, str]) -> None:
+        """The registered tools (our name -> writes) and the profile's renames; a
+        `--confirm` name that is neither a class nor a tool is a ConfigError."""
+        self.writes = dict(registered)
+        self.ours = {served: ours for ours, served in renames.items()}
+        known = [*CLASSES, *registered, *renames.values(), *EXEC]
+        for name in self.asked:
+            if name not in known:
+                close = closest(name, known)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise ConfigError(
+                    f"--confirm: '{echo(name)}' is no tool and no class ({listing(CLASSES)}){hint}"
+                )
+
+    # --- which calls ---------------------------------------------------------------------
+
+    def reason(self, tool: str, args: dict[str, Any]) -> str | None:
+        """Why this call needs a person ('--confirm exec', ...), or None."""
+        if tool in self.asked:
+            return f"--confirm {tool}"
+        if "exec" in self.asked and tool in EXEC:
+            return "--confirm exec"
+        writes = self.writes.get(tool, tool in EXEC)
+        if "destructive" in self.asked and (
+            tool == "delete_path"
+            or (tool == "move_path" and args.get("overwrite"))
+            or (tool == "apply_patch" and _deletes_files(args.get("patch", "")))
+            or (tool in ("undo", "restore_file") and args.get("force"))
+        ):
+            return "--confirm destructive"
+        if "write" in self.asked and writes:
+            return "--confirm write"
+        if self.paths is not None and writes:
+            for name in PATH_ARGUMENTS:
+                value = args.get(name)
+                for path in value if isinstance(value, list) else [value]:
+                    if isinstance(path, str) and self.paths.match_file(path.lstrip("/")):
+                        return f"--confirm-path ({path})"
+        return None
+
+    # --- what the person sees --------------------------------------------------------------
+
+    async def summary(self, context: MiddlewareContext, call_next, tool: str, ws,
+                      args: dict[str, Any]) -> str:  # fmt: skip
+        shown = {k: v for k, v in args.items() if k != "workspace"}
+        head = f"{tool} in workspace {ws.name}"
+        if tool in PREVIEWED:  # the tool's own dry run: exactly the diff it would write
+            preview = context.message.model_copy(update={"arguments": {**args, "dryRun": True}})
+            result = await call_next(context.copy(message=preview))
+            body = "\n".join(getattr(c, "text", "") for c in getattr(result, "content", []))
+        elif tool in ("write_file", "create_file") and isinstance(args.get("content"), str):
+            body = await anyio.to_thread.run_sync(_write_diff, ws, args)
+        elif tool == "delete_path" and isinstance(args.get("path"), str):
+            body = await anyio.to_thread.run_sync(_delete_listing, ws, args["path"])
+        elif tool in EXEC:
+            cwd = args.get("cwd") or "."
+            command = args.get("command", args.get("script", args.get("name")))
+            rest = {k: v for k, v in shown.items() if k not in ("command", "cwd")}
+            body = f"command: {json.dumps(command, ensure_ascii=False)}\nin directory: {cwd}"
+            if rest:
+                body += f"\nand: {json.dumps(rest, ensure_ascii=False, sort_keys=True)}"
+        else:
+            body = json.dumps(shown, ensure_ascii=False, sort_keys=True, indent=1, default=str)
+        text = f"{head}\n{body}"
+        cap = limits.CONFIRM_SUMMARY_MAX_CHARS
+        return text if len(text) <= cap else text[:cap] + f"\n… ({len(text) - cap} more chars)"
+
+    # --- the gate --------------------------------------------------------------------------
+
+    async def on_call_tool(self, context: MiddlewareContext, call_next):
+        tool = context.message.name
+        args = dict(context.message.arguments or {})
+        why = self.reason(self.ours.get(tool, tool), args)
+        if why is None:
+            return await call_next(context)
+        try:
+            ws = self.services.workspaces.get(args.get("workspace"))
+        except WorkspaceError:
+            return await call_next(context)  # the tool names the unknown workspace itself
+        subject = current_subject()
+        call_digest = digest(tool, args)
+
+        async def off(fn, *a, **kw):
+            return await anyio.to_thread.run_sync(lambda: fn(*a, **kw))
+
+        async def run(record: dict[str, Any]) -> Any:
+            by, via = record.get("decided_by"), record.get("via")
+            activity.record(
+                detail=f"approved {record['id']} by {by} via {via} (digest {call_digest[:12]})"
+            )
+            return await call_next(context)
+
+        used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
+        if used is not None:
+            return await run(used)
+        ctx = context.fastmcp_context
+        session, client = session_and_client(ctx)
+        if "client" in self.via and _can_elicit(ctx):
+            asked = await self._ask_client(ctx, ws, tool, call_digest, subject, client)
+            if isinstance(asked, mcp_types.InputRequiredResult):
+                return asked
+            if asked is None:  # the client's first round: ask it
+                shown = await self.summary(context, call_next, tool, ws, args)
+                record = await off(self.approvals.request, ws, tool=tool, call_digest=call_digest,
+                                   summary=shown, subject=subject, session=session,
+                                   client=client)  # fmt: skip
+                if record["status"] == DENIED:
+                    raise _refused(record, why)
+                if _modern(ctx):
+                    activity.record(detail=f"asked the client to approve {record['id']}")
+                    return _input_required(record, why)
+                asked = await self._elicit(ctx, ws, record, why, call_digest, client)
+            if asked is not None and asked["status"] == APPROVED:
+                used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
+                if used is not None:
+                    return await run(used)
+            if asked is not None and asked["status"] == DENIED:
+                raise _refused(asked, why)
+        if "console" not in self.via:
+            raise WorkspaceError(
+                f"not run: {tool} needs a person's approval ({why}) and no one can be asked: "
+                "this client declares no elicitation and --confirm-via leaves out the console "
+                "(the operator can add --confirm-via console)"
+            )
+        shown = await self.summary(context, call_next, tool, ws, args)
+        record = await off(self.approvals.request, ws, tool=tool, call_digest=call_digest,
+                           summary=shown, subject=subject, session=session,
+                           client=client)  # fmt: skip
+        if record["status"] == DENIED:
+            raise _refused(record, why)
+        record = await self._wait(ws, record)
+        if record["status"] == APPROVED:
+            used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
+            if used is not None:
+                return await run(used)
+        if record["status"] != PENDING:
+            raise _refused(record, why)
+        left = max(0, int(float(record["expires"]) - self.approvals.clock()))
+        activity.record(detail=f"waiting for approval {record['id']}", result="pending approval")
+        return ToolResult(content=(
+            f"Not run yet: {tool} needs a person's approval ({why}). Asked as {record['id']} in "
+            f"the operator console; no answer within {int(limits.CONFIRM_WAIT_SECONDS)} s. "
+            f"Repeat this exact call once it is approved (approval_status('{record['id']}') "
+            f"says when); with no answer in {left} s it is refused."
+        ))  # fmt: skip
+
+    async def _wait(self, ws, record: dict[str, Any]) -> dict[str, Any]:
+        """The record once decided, or as it is after CONFIRM_WAIT_SECONDS."""
+        deadline = anyio.current_time() + limits.CONFIRM_WAIT_SECONDS
+        approval_id = record["id"]
+        while record["status"] == PENDING and anyio.current_time() < deadline:
+            await anyio.sleep(limits.CONFIRM_POLL_SECONDS)
+            try:
+                record = await anyio.to_thread.run_sync(
+                    lambda: self.approvals.get(ws, approval_id, operator=True)
+                )
+            except WorkspaceError:
+                break  # pruned or the state is gone: refused below
+        return record
+
+    async def _ask_client(self, ctx, ws, tool: str, call_digest: str, subject, client):
+        """The client's answer on a 2026-07-28 retry (input_responses + our request_state),
+        settled; None on a first round (nothing answered yet)."""
+        if not _modern(ctx):
+            return None
+        answers = ctx.input_responses or {}
+        approval_id = ctx.request_state
+        if ASK not in answers or not approval_id:
+            return None
+        try:
+            record = await anyio.to_thread.run_sync(
+                lambda: self.approvals.get(ws, approval_id, subject=current_subject())
+            )
+        except WorkspaceError:
+            return None
+        if record.get("digest") != call_digest:
+            raise ApprovalRefused(
+                f"not run: the arguments differ from the ones shown for approval {approval_id}; "
+                "call again to be asked about these"
+            )
+        answer = answers[ASK]
+        content = getattr(answer, "content", None) or {}
+        approve = getattr(answer, "action", "") == "accept" and content.get("approve") is True
+        return await self._settle(ws, record, approve, client, "input_required",
+                                  getattr(answer, "action", "?"), call_digest)  # fmt: skip
+
+    async def _elicit(self, ctx, ws, record, why: str, call_digest: str, client):
+        """Ask a 2025-11-25 client (elicitation); None when it did not answer in time."""
+        try:
+            with anyio.fail_after(limits.CONFIRM_WAIT_SECONDS), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                answer = await ctx.elicit(_message(record, why), Decision)
+        except TimeoutError:
+            return None
+        action = getattr(answer, "action", "cancel")
+        approve = (
+            action == "accept" and getattr(getattr(answer, "data", None), "approve", 0) is True
+        )
+        return await self._settle(ws, record, approve, client, "elicitation", action, call_digest)
+
+    async def _settle(self, ws, record, approve: bool, client, how: str, action: str,
+                      call_digest: str):  # fmt: skip
+        who = f"the client ({client or 'unnamed'}; a client may answer on its own)"
+        try:
+            settled = await anyio.to_thread.run_sync(lambda: self.approvals.decide(
+                ws, record["id"], approve=approve, by=who, via=f"client:{how}:{action}",
+                call_digest=call_digest))  # fmt: skip
+        except ApprovalRefused:
+            settled = await anyio.to_thread.run_sync(
+                lambda: self.approvals.get(ws, record["id"], operator=True)
+            )
+        activity.record(detail=f"{record['id']} {settled['status']} by {who} via {how} "
+                               f"(digest {call_digest[:12]})")  # fmt: skip
+        return settled
+
+
+class Decision(BaseModel):
+    """The one field both ways of asking a client use (the same schema as _input_required)."""
+
+    approve: bool = Field(default=False, title="Run it")
+
+
+def _modern(ctx) -> bool:
+    rc = getattr(ctx, "request_context", None)
+    return rc is not None and rc.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def _can_elicit(ctx) -> bool:
+    try:
+        caps = ctx.session.client_capabilities
+    except (AttributeError, RuntimeError):
+        return False
+    return caps is not None and caps.elicitation is not None
+
+
+def _message(record: dict[str, Any], why: str) -> str:
+    return (f"Approve this call? ({why}; approval {record['id']}, asked by "
+            f"{record.get('subject') or 'the agent'})\n\n{record['summary']}")  # fmt: skip
+
+
+def _input_required(record: dict[str, Any], why: str) -> mcp_types.InputRequiredResult:
+    schema = {"type": "object", "required": ["approve"], "properties": {
+        "approve": {"type": "boolean", "title": "Run it", "default": False}}}  # fmt: skip
+    # Decision's schema, as a 2025-11-25 client is asked through ctx.elicit
+    request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(
+        message=_message(record, why), requested_schema=schema))  # fmt: skip
+    return mcp_types.InputRequiredResult(input_requests={ASK: request}, request_state=record["id"])
+
+
+def _refused(record: dict[str, Any], why: str) -> WorkspaceError:
+    status = record.get("status")
+    if status == DENIED:
+        return ApprovalRefused(
+            f"not run: {record.get('tool')} was denied by {record.get('decided_by')} "
+            f"({record['id']}; {why}); do not repeat it unchanged"
+        )
+    return ApprovalRefused(
+        f"not run: approval {record['id']} for {record.get('tool')} is {status} with no "
+        f"approval ({why}); call again to ask anew"
+    )
+
+
+def _write_diff(ws, args: dict[str, Any]) -> str:
+    path, new = args["path"], args["content"]
+    try:
+        with locate(ws, path) as loc:
+            st = loc.lstat()
+            old = b"" if st is None else read_bytes(loc, limits.CONFIRM_SUMMARY_MAX_CHARS * 4)[0]
+    except WorkspaceError as exc:
+        return f"(the current file cannot be read: {exc})"
+    try:
+        before = old.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        return f"replaces a binary file of {len(old)} bytes with {len(new)} characters of text"
+    lines = difflib.unified_diff(before, new.splitlines(), f"a/{path}", f"b/{path}", lineterm="")
+    return "\n".join(lines) or "(no change)"
+
+
+def _delete_listing(ws, path: str) -> str:
+    try:
+        with locate(ws, path, follow_final=False) as loc:
+            st = loc.lstat()
+            real = loc.real_rel
+    except WorkspaceError as exc:
+        return f"(cannot be looked at: {exc})"
+    if st is None:
+        return f"{path} does not exist"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"removes {path} ({st.st_size} bytes)"
+    found: list[str] = []
+    count = 0
+    # The containment walk (fds, no link followed), ignore rules off: every file goes.
+    for rel, _fd in walk_files(ws, real, True, ancestor_rules=[], no_ignore=True,
+                               max_depth=None, include=None):  # fmt: skip
+        count += 1
+        if len(found) < limits.CONFIRM_LIST_MAX:
+            found.append(rel)
+    more = f"\n… and {count - len(found)} more files" if count > len(found) else ""
+    return f"removes the folder {path} with {count} files:\n" + "\n".join(found) + more
