@@ -186,6 +186,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     app = FastMCP(
         PROG,
         auth=auth,
+        request_state_security=_request_state_security(settings, services),
         instructions=instructions(
             undo=settings.checkpoints
             and not settings.read_only
@@ -227,6 +228,19 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     if settings.tool_search:
         _tool_search(app, settings)
     return app, services
+
+
+def _request_state_security(settings: Settings, services: Services):
+    """With --workers, one sealing key for 2026-07-28 request states (an approval asked
+    through `input_required` is answered in a retry that may reach another worker);
+    otherwise FastMCP's own process-local key."""
+    if settings.workers <= 1:
+        return None
+    from mcp.server.request_state import RequestStateSecurity
+
+    from .transports.workers import shared_key
+
+    return RequestStateSecurity(keys=[shared_key(services.jobs.job_dir, "request state")])
 
 
 # Always listed under --tool-search: what nearly every session uses.

@@ -26,6 +26,7 @@ class Activity:
     paths: list[str] = field(default_factory=list)
     detail: str | None = None
     result: str | None = None  # overrides the default "ok" / "error: ..." outcome
+    approval: str | None = None  # who approved the call, how, and its digest (issue 32)
 
 
 # Every open capture: the audit trail and the journal each open one around a call.
@@ -42,6 +43,12 @@ def record(paths: Iterable[str] = (), detail: str | None = None, result: str | N
             activity.detail = detail
         if result is not None:
             activity.result = result
+
+
+def approved(text: str) -> None:
+    """Say who decided this call and how (the journal keeps it beside the tool's detail)."""
+    for activity in _current.get():
+        activity.approval = text
 
 
 @contextmanager

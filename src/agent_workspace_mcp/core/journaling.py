@@ -62,7 +62,7 @@ def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool)
             memory.record(
                 ws, call.tool, paths=act.paths, detail=act.detail, result=result,
                 change=change or "", entry_id=call.id, ts=ts, locked=True, by=subject,
-                extra=call.extra,
+                extra={**call.extra, "approval": act.approval} if act.approval else call.extra,
             )  # fmt: skip
     except Exception as exc:  # best effort: never changes the answer
         log.warning("journal write failed in %s: %s", ws.name, exc)

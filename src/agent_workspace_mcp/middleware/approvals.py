@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 import mcp_types
+from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -147,12 +148,17 @@ class ApprovalGate(Middleware):
         call_digest = digest(tool, args)
 
         async def off(fn, *a, **kw):
-            return await anyio.to_thread.run_sync(lambda: fn(*a, **kw))
+            try:
+                return await anyio.to_thread.run_sync(lambda: fn(*a, **kw))
+            except WorkspaceError as exc:  # the state cannot be read or written: fail closed
+                raise ToolError(
+                    f"not run: {tool} needs a person's approval ({why}): {exc}"
+                ) from None
 
         async def run(record: dict[str, Any]) -> Any:
             by, via = record.get("decided_by"), record.get("via")
-            activity.record(
-                detail=f"approved {record['id']} by {by} via {via} (digest {call_digest[:12]})"
+            activity.approved(
+                f"{record['id']} approved by {by} via {via} (digest {call_digest[:12]})"
             )
             return await call_next(context)
 
@@ -173,7 +179,7 @@ class ApprovalGate(Middleware):
                 if record["status"] == DENIED:
                     raise _refused(record, why)
                 if _modern(ctx):
-                    activity.record(detail=f"asked the client to approve {record['id']}")
+                    activity.approved(f"{record['id']} asked of the client (input_required)")
                     return _input_required(record, why)
                 asked = await self._elicit(ctx, ws, record, why, call_digest, client)
             if asked is not None and asked["status"] == APPROVED:
@@ -183,7 +189,7 @@ class ApprovalGate(Middleware):
             if asked is not None and asked["status"] == DENIED:
                 raise _refused(asked, why)
         if "console" not in self.via:
-            raise WorkspaceError(
+            raise ToolError(
                 f"not run: {tool} needs a person's approval ({why}) and no one can be asked: "
                 "this client declares no elicitation and --confirm-via leaves out the console "
                 "(the operator can add --confirm-via console)"
@@ -202,7 +208,8 @@ class ApprovalGate(Middleware):
         if record["status"] != PENDING:
             raise _refused(record, why)
         left = max(0, int(float(record["expires"]) - self.approvals.clock()))
-        activity.record(detail=f"waiting for approval {record['id']}", result="pending approval")
+        activity.approved(f"{record['id']} pending in the console")
+        activity.record(result="pending approval")
         return ToolResult(content=(
             f"Not run yet: {tool} needs a person's approval ({why}). Asked as {record['id']} in "
             f"the operator console; no answer within {int(limits.CONFIRM_WAIT_SECONDS)} s. "
@@ -240,7 +247,7 @@ class ApprovalGate(Middleware):
         except WorkspaceError:
             return None
         if record.get("digest") != call_digest:
-            raise ApprovalRefused(
+            raise ToolError(
                 f"not run: the arguments differ from the ones shown for approval {approval_id}; "
                 "call again to be asked about these"
             )
@@ -275,8 +282,8 @@ class ApprovalGate(Middleware):
             settled = await anyio.to_thread.run_sync(
                 lambda: self.approvals.get(ws, record["id"], operator=True)
             )
-        activity.record(detail=f"{record['id']} {settled['status']} by {who} via {how} "
-                               f"(digest {call_digest[:12]})")  # fmt: skip
+        activity.approved(f"{record['id']} {settled['status']} by {who} via client:{how}:{action} "
+                          f"(digest {call_digest[:12]})")  # fmt: skip
         return settled
 
 
@@ -313,14 +320,14 @@ def _input_required(record: dict[str, Any], why: str) -> mcp_types.InputRequired
     return mcp_types.InputRequiredResult(input_requests={ASK: request}, request_state=record["id"])
 
 
-def _refused(record: dict[str, Any], why: str) -> WorkspaceError:
+def _refused(record: dict[str, Any], why: str) -> ToolError:
     status = record.get("status")
     if status == DENIED:
-        return ApprovalRefused(
+        return ToolError(
             f"not run: {record.get('tool')} was denied by {record.get('decided_by')} "
             f"({record['id']}; {why}); do not repeat it unchanged"
         )
-    return ApprovalRefused(
+    return ToolError(
         f"not run: approval {record['id']} for {record.get('tool')} is {status} with no "
         f"approval ({why}); call again to ask anew"
     )

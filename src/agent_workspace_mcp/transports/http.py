@@ -106,9 +106,9 @@ def _console(services: Services):
     )
     signing = None
     if settings.workers > 1:  # a worker: sessions must be good at every worker
-        from .workers import console_key
+        from .workers import shared_key
 
-        signing = console_key(services.jobs.job_dir)
+        signing = shared_key(services.jobs.job_dir, "console sessions")
     keys = Secrets(operator=settings.operator_token, operator_jwt=_operator_jwt(settings),
                    signing_key=signing)  # fmt: skip
     console = build_console(state, keys, allowed_hosts=None, base_path=CONSOLE_PATH)

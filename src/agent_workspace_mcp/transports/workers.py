@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import hashlib
+import hmac
 import os
 import select
 import shutil
@@ -78,23 +80,24 @@ def shared_directory(job_dir: str | None) -> str:
     os.makedirs(parent, 0o700, exist_ok=True)
     shared = tempfile.mkdtemp(prefix="workers-", dir=parent)
     os.mkdir(os.path.join(shared, "metrics"), 0o700)
-    # One console signing key for all workers, so a console session signed in at one
-    # worker is good at the next (webconsole.app.Secrets).
-    key = os.path.join(shared, CONSOLE_KEY_FILE)
+    # One secret for all workers, so what one worker signs or seals another accepts: a
+    # console session, a 2026-07-28 request state (shared_key).
+    key = os.path.join(shared, SHARED_KEY_FILE)
     fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(os.urandom(limits.CONSOLE_TOKEN_BYTES))
     return shared
 
 
-CONSOLE_KEY_FILE = "console.key"
+SHARED_KEY_FILE = "shared.key"
 
 
-def console_key(shared: str) -> bytes:
-    """A worker's copy of the supervisor's console signing key (see shared_directory)."""
-    fd = os.open(os.path.join(shared, CONSOLE_KEY_FILE), os.O_RDONLY | os.O_NOFOLLOW)
+def shared_key(shared: str, purpose: str) -> bytes:
+    """In a worker: the supervisor's secret (see shared_directory), derived for one use."""
+    fd = os.open(os.path.join(shared, SHARED_KEY_FILE), os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as key:
-        return key.read(limits.CONSOLE_TOKEN_BYTES)
+        secret = key.read(limits.CONSOLE_TOKEN_BYTES)
+    return hmac.new(secret, purpose.encode(), hashlib.sha256).digest()
 
 
 class Supervisor:
