@@ -135,7 +135,7 @@ def _help(opt: Opt, info: Any) -> str:
     text = opt.help
     default = info.default
     if not opt.secret and default not in (None, (), False, True, ""):
-        text += f" (default {default})"
+        text += f" (default {','.join(default) if isinstance(default, tuple) else default})"
     names = list(opt.env) + [
         f"{var}={'|'.join(mapping)}" for var, mapping in opt.extra.get("env_values", {}).items()
     ]
@@ -480,6 +480,8 @@ def markdown_table() -> str:
         ]
         default = info.default
         shown = "" if opt.secret or default in (None, ()) else f"`{default}`"
+        if isinstance(default, tuple) and default:
+            shown = f"`{','.join(map(str, default))}`"
         if isinstance(default, bool):
             shown = "off" if default == opt.negate else "on"  # a --no-X flag defaults to off
         help_text = opt.help.replace("|", "\\|")

@@ -19,7 +19,7 @@ from .tools import schemas
 # persona profile is unconfined (the process's directory is its workspace).
 GENERATED_FROM = (
     ["--root", "{root}"],
-    ["--root", "{root}", "--shell-any", "--tasks"],
+    ["--root", "{root}", "--shell-any", "--tasks", "--confirm", "exec"],
     ["--profile", "persona"],
     ["--root", "{root}", "--profile", "coding-agent", "--tasks"],
 )

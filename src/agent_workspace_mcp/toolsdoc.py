@@ -18,7 +18,7 @@ from pathlib import Path
 SECTIONS = {
     "files": ("files", "editing", "search", "code", "workspaces", "skills"),
     "commands": ("shell",),
-    "memory": ("memory", "changes", "undo", "git"),
+    "memory": ("memory", "changes", "undo", "approvals", "git"),
 }
 IMPLIED = {"workspace"}  # every workspace tool takes it; the README says so once
 
@@ -32,7 +32,8 @@ def _tools() -> list:
 
     with tempfile.TemporaryDirectory() as root:
         # Every capability on, so every tool is registered (nothing is run).
-        app = create_server(Settings(root=root, shell_mode="any", tasks=True, audit=False))
+        app = create_server(Settings(root=root, shell_mode="any", tasks=True, audit=False,
+                                       confirm=("exec",)))
         return anyio.run(lambda: app.list_tools(run_middleware=False))
 
 
