@@ -67,16 +67,16 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
-def agent(root: Path, job_dir: Path, *calls: tuple[str, dict]) -> list[str]:
+def agent(root: Path, job_dir: Path, *calls: tuple[str, dict], **extra) -> list[str]:
     """The agent's calls, through a real MCP client on a server of the same root."""
     settings = Settings(root=str(root), shell_mode="allowlist", shell_allow=("python3",),
-                        sandbox="none", job_dir=str(job_dir), audit=False)  # fmt: skip
+                        sandbox="none", job_dir=str(job_dir), audit=False, **extra)  # fmt: skip
 
     async def run() -> list[str]:
         async with Client(create_server(settings)) as client:
             answers = []
             for tool, arguments in calls:
-                result = await client.call_tool(tool, arguments)
+                result = await client.call_tool(tool, arguments, raise_on_error=False)
                 answers.append(result.content[0].text)
             return answers
 
@@ -254,4 +254,46 @@ def test_a_cookie_leaked_to_another_port_opens_nothing(project: Path, tmp_path: 
         assert (project / "notes.md").read_text() == "changed\n"
     finally:
         catcher.server.shutdown()
+        console.stop()
+
+
+def test_the_operator_approves_one_call_and_denies_another(project: Path, tmp_path: Path) -> None:
+    job_dir = tmp_path / "jobs"
+    job_dir.mkdir(mode=0o700)
+    (project / "old.txt").write_text("old\n")
+    (project / "keep.txt").write_text(f"{PLANTED}\n")
+    console = RunningConsole(project, job_dir)
+    confirm = {"confirm": ("destructive",), "confirm_via": ("console",)}
+    try:
+        with sync_playwright() as p, concurrent.futures.ThreadPoolExecutor(1) as pool:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(console.login)
+            page.wait_for_selector("#live:text('live')", timeout=10_000)
+            queue = page.locator("#approvals")
+            # The agent's delete waits for a person; the page shows exactly what it removes.
+            waiting = pool.submit(agent, project, job_dir,
+                                  ("delete_path", {"path": "old.txt"}), **confirm)  # fmt: skip
+            asked = queue.locator("li.approval", has_text="delete_path")
+            asked.wait_for(timeout=5_000)
+            assert "removes old.txt (4 bytes)" in asked.inner_text()
+            page.screenshot(path=str(tmp_path / "approval.png"), full_page=True)
+            asked.locator("button[data-action=approve]").click()
+            assert waiting.result(timeout=30)[0].startswith("Deleted old.txt")
+            assert not (project / "old.txt").exists()
+            # The next one is denied: refused, the file stays, the agent is told who.
+            waiting = pool.submit(agent, project, job_dir,
+                                  ("delete_path", {"path": "keep.txt"}), **confirm)  # fmt: skip
+            asked = queue.locator("li.approval", has_text="keep.txt")
+            asked.wait_for(timeout=5_000)
+            asked.locator("button[data-action=deny]").click()
+            assert "denied by operator" in waiting.result(timeout=30)[0]
+            assert (project / "keep.txt").exists()
+            # Both decisions are in the timeline as the operator's.
+            page.locator("tr.entry", has_text="approve").first.wait_for(timeout=5_000)
+            page.locator("tr.entry", has_text="deny").first.wait_for(timeout=5_000)
+            assert page.evaluate("window.__planted") is None
+            browser.close()
+        assert (tmp_path / "approval.png").stat().st_size > 10_000
+    finally:
         console.stop()
