@@ -32,8 +32,9 @@ def _tools() -> list:
 
     with tempfile.TemporaryDirectory() as root:
         # Every capability on, so every tool is registered (nothing is run).
-        app = create_server(Settings(root=root, shell_mode="any", tasks=True, audit=False,
-                                       confirm=("exec",)))
+        app = create_server(
+            Settings(root=root, shell_mode="any", tasks=True, audit=False, confirm=("exec",))
+        )
         return anyio.run(lambda: app.list_tools(run_middleware=False))
 
 

@@ -72,7 +72,9 @@ async def test_the_operator_approves_at_any_worker(served: RunningServer) -> Non
             refused = httpx2.post(f"{api}/approvals/decide", json={"id": pending["id"], "approve": True},
                                   headers={"authorization": f"Bearer {token}"})  # fmt: skip
             assert refused.status_code == 401
-            listing = httpx2.get(f"{api}/list/approvals", headers={"authorization": f"Bearer {token}"})
+            listing = httpx2.get(
+                f"{api}/list/approvals", headers={"authorization": f"Bearer {token}"}
+            )
             assert listing.status_code == 401
         decided = httpx2.post(f"{api}/approvals/decide", headers=operator,
                               json={"id": pending["id"], "approve": True})  # fmt: skip

@@ -281,6 +281,10 @@ def test_the_operator_approves_one_call_and_denies_another(project: Path, tmp_pa
             asked.locator("button[data-action=approve]").click()
             assert waiting.result(timeout=30)[0].startswith("Deleted old.txt")
             assert not (project / "old.txt").exists()
+            done = page.locator("tr.entry", has_text="delete_path").first
+            done.locator(".approval-note", has_text="approved by operator via console").wait_for(
+                timeout=5_000
+            )
             # The next one is denied: refused, the file stays, the agent is told who.
             waiting = pool.submit(agent, project, job_dir,
                                   ("delete_path", {"path": "keep.txt"}), **confirm)  # fmt: skip

@@ -95,6 +95,21 @@ async def test_a_client_that_does_not_answer_leaves_it_pending(root: Path) -> No
     assert (root / "a.txt").exists()
 
 
+async def test_a_client_that_never_retries_is_refused_after_the_timeout(root: Path) -> None:
+    """2026-07-28: the client got input_required and never came back with an answer."""
+    seen: list[str] = []
+    state = console(root)
+    async with Client(
+        server(root, confirm_timeout=1.0), elicitation_handler=answering(None, seen)
+    ) as c:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(c.call_tool("delete_path", {"path": "a.txt"}), 0.5)
+        record = await _pending(state, "delete_path")
+        await asyncio.sleep(1.1)
+        assert "expired with no answer" in await ok(c, "approval_status", id=record["id"])
+    assert (root / "a.txt").exists() and len(seen) == 1
+
+
 async def test_the_console_approves_one_and_denies_another(root: Path) -> None:
     state = console(root)
     async with Client(server(root, confirm_via=("console",))) as client:

@@ -135,6 +135,8 @@ class ApprovalGate(Middleware):
     # --- the gate --------------------------------------------------------------------------
 
     async def on_call_tool(self, context: MiddlewareContext, call_next):
+        # One wait per call, whoever is asked: the answer must reach the client in time.
+        deadline = anyio.current_time() + limits.CONFIRM_WAIT_SECONDS
         tool = context.message.name
         args = dict(context.message.arguments or {})
         why = self.reason(self.ours.get(tool, tool), args)
@@ -181,7 +183,7 @@ class ApprovalGate(Middleware):
                 if _modern(ctx):
                     activity.approved(f"{record['id']} asked of the client (input_required)")
                     return _input_required(record, why)
-                asked = await self._elicit(ctx, ws, record, why, call_digest, client)
+                asked = await self._elicit(ctx, ws, record, why, call_digest, client, deadline)
             if asked is not None and asked["status"] == APPROVED:
                 used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
                 if used is not None:
@@ -200,7 +202,7 @@ class ApprovalGate(Middleware):
                            client=client)  # fmt: skip
         if record["status"] == DENIED:
             raise _refused(record, why)
-        record = await self._wait(ws, record)
+        record = await self._wait(ws, record, deadline)
         if record["status"] == APPROVED:
             used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
             if used is not None:
@@ -217,9 +219,8 @@ class ApprovalGate(Middleware):
             f"says when); with no answer in {left} s it is refused."
         ))  # fmt: skip
 
-    async def _wait(self, ws, record: dict[str, Any]) -> dict[str, Any]:
-        """The record once decided, or as it is after CONFIRM_WAIT_SECONDS."""
-        deadline = anyio.current_time() + limits.CONFIRM_WAIT_SECONDS
+    async def _wait(self, ws, record: dict[str, Any], deadline: float) -> dict[str, Any]:
+        """The record once decided, or as it is at the deadline."""
         approval_id = record["id"]
         while record["status"] == PENDING and anyio.current_time() < deadline:
             await anyio.sleep(limits.CONFIRM_POLL_SECONDS)
@@ -257,10 +258,13 @@ class ApprovalGate(Middleware):
         return await self._settle(ws, record, approve, client, "input_required",
                                   getattr(answer, "action", "?"), call_digest)  # fmt: skip
 
-    async def _elicit(self, ctx, ws, record, why: str, call_digest: str, client):
+    async def _elicit(self, ctx, ws, record, why: str, call_digest: str, client, deadline):
         """Ask a 2025-11-25 client (elicitation); None when it did not answer in time."""
         try:
-            with anyio.fail_after(limits.CONFIRM_WAIT_SECONDS), warnings.catch_warnings():
+            with (
+                anyio.fail_after(max(0.0, deadline - anyio.current_time())),
+                warnings.catch_warnings(),
+            ):
                 warnings.simplefilter("ignore")
                 answer = await ctx.elicit(_message(record, why), Decision)
         except TimeoutError:
