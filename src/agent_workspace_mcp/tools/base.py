@@ -113,6 +113,7 @@ def add_tool(
     annotations: ToolAnnotations,
     title: str | None = None,
     journal: bool | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> None:
     """Register `fn`. Mutating tools are journaled unless `journal=False`."""
     tags = {READ_TAG if annotations.read_only_hint else WRITE_TAG}
@@ -129,5 +130,7 @@ def add_tool(
     tool = function_tool(
         fn, title=title, description=description, annotations=annotations, tags=tags
     )
+    if meta is not None:  # e.g. an MCP App's {"ui": {"resourceUri": ...}} (issue 33)
+        tool = tool.model_copy(update={"meta": {**(tool.meta or {}), **meta}})
     app.add_tool(tool)
     REGISTERED.setdefault(app, {})[tool.name] = not annotations.read_only_hint

@@ -7,23 +7,18 @@ HTML: the page puts every agent-provided string in as text.
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import os
-import stat
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from typing import Any
 
 from ..core import activity, limits
 from ..core.approvals import Approvals
 from ..core.changes import Changes
 from ..core.checkpoints import undoing
-from ..core.checkpoints.history import History
-from ..core.checkpoints.states import State
-from ..core.checkpoints.store import LostObjectError, Store
-from ..core.containment import locate
+from ..core.checkpoints.diffs import FileDiff, entry_diffs
+from ..core.checkpoints.store import Store
 from ..core.errors import WorkspaceError
 from ..core.exec.jobrecords import JobRecords
 from ..core.exec.jobs import default_job_dir, log_tail
@@ -31,21 +26,9 @@ from ..core.journaling import journaled
 from ..core.locks import PathLocks
 from ..core.memory import Memory
 from ..core.statefiles import has_state_dir
-from ..core.textio import read_bytes
 from ..core.workspaces import Workspace, WorkspaceRegistry
 
 OPERATOR = "operator"  # the subject the console's actions are journaled as
-
-
-@dataclass
-class FileDiff:
-    path: str
-    change: str  # created, deleted, modified, mode, kind
-    plus: int = 0
-    minus: int = 0
-    lines: list[str] = field(default_factory=list)  # unified diff lines (paged)
-    more: int = 0  # diff lines not shown
-    note: str = ""  # binary, too large, content not kept
 
 
 class ConsoleState:
@@ -139,76 +122,9 @@ class ConsoleState:
 
     def diff(self, name: str | None, entry_id: str, *, path: str | None = None,
              offset: int = 0) -> list[FileDiff]:  # fmt: skip
-        """What one call changed, per path, from its checkpoint: unified diffs for text,
-        CONSOLE_DIFF_LINES at a time (`path` and `offset`: the next page of one file's)."""
+        """What one call changed, per path (core/checkpoints/diffs)."""
         ws = self.workspace(name)
-        store = self.store(ws)
-        history = History(store, None)
-        entry = history.entries[history.find(entry_id)]
-        if entry.paths is None:
-            raise WorkspaceError(f"#{entry.id} has no checkpoint left (pruned or damaged)")
-        return [self._file_diff(ws, store, rel, before, after, offset)
-                for rel, (before, after) in sorted(entry.paths.items())
-                if path is None or rel == path]  # fmt: skip
-
-    def _file_diff(self, ws: Workspace, store: Store, rel: str, before: State,
-                   after: State, offset: int = 0) -> FileDiff:  # fmt: skip
-        kinds = (before.get("t"), after.get("t"))
-        if kinds == ("-", "f"):
-            change = "created"
-        elif kinds == ("f", "-"):
-            change = "deleted"
-        elif kinds == ("f", "f"):
-            change = "modified" if before.get("h") != after.get("h") else "mode"
-        else:
-            change = "kind"
-        result = FileDiff(rel, change)
-        if "f" not in kinds:
-            return result
-        old = self._content(ws, store, rel, before)
-        new = self._content(ws, store, rel, after)
-        if old is None or new is None:
-            result.note = "content not kept (too large, or no longer recorded)"
-            return result
-        try:
-            old_lines = old.decode("utf-8").splitlines()
-            new_lines = new.decode("utf-8").splitlines()
-        except UnicodeDecodeError:
-            result.note = f"binary: {len(old)} -> {len(new)} bytes"
-            return result
-        lines = list(difflib.unified_diff(old_lines, new_lines, f"a/{rel}", f"b/{rel}",
-                                          lineterm=""))  # fmt: skip
-        result.plus = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
-        result.minus = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
-        shown = limits.CONSOLE_DIFF_LINES
-        result.lines = lines[offset : offset + shown]
-        result.more = max(0, len(lines) - offset - shown)
-        return result
-
-    def _content(self, ws: Workspace, store: Store, rel: str, state: State) -> bytes | None:
-        """A recorded file's bytes: from the store, else from disk when the file there is
-        still that very content (after-states are not stored); b"" for no file."""
-        if state.get("t") != "f":
-            return b""
-        digest, size = state.get("h"), state.get("s")
-        if not isinstance(digest, str) or not isinstance(size, int):
-            return None
-        if size > limits.CONSOLE_DIFF_MAX_BYTES:
-            return None
-        try:
-            return store.get(digest, size)
-        except LostObjectError:
-            pass
-        try:
-            with locate(ws, rel) as loc:
-                st = loc.lstat()
-                if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != size:
-                    return None
-                data, _ = read_bytes(loc, limits.CONSOLE_DIFF_MAX_BYTES)
-        except WorkspaceError:
-            return None
-
-        return data if hashlib.sha256(data).hexdigest() == digest else None
+        return entry_diffs(ws, self.store(ws), entry_id, path=path, offset=offset)
 
     # --- human actions -------------------------------------------------------------
 

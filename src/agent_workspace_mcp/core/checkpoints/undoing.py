@@ -32,10 +32,13 @@ def undo(
     ids: tuple[set[str], str] | None = None,
     dry_run: bool = False,
     force: bool = False,
+    under: str | None = None,
 ) -> Result:
     """Undo the last `steps` calls, every call after entry `to`, a change's calls, or
     exactly one `entry`, or the calls `ids` names (with how to name them in an answer);
-    `subject`: only that subject's history (None: everyone's)."""
+    `subject`: only that subject's history (None: everyone's). `under`: only that path
+    and what lies below it (the calls stay recorded as not undone: their other paths
+    can still be undone)."""
     chosen_by = (("steps", steps), ("to", to), ("change", change), ("entry", entry),
                  ("session", ids))  # fmt: skip
     given = [name for name, value in chosen_by if value]
@@ -57,11 +60,11 @@ def undo(
             chosen = history.of_change(change)
         else:
             chosen = history.last_steps(steps or 1)
-        plan = history.plan(chosen)
+        plan = history.plan(chosen, under=under)
         recorder = activity.current_recorder()
         with locks.hold(ws, (absolute(ws, rel) for rel in plan.targets)):
             result = carry_out(ws, plan, store, force=force, dry_run=dry_run, recorder=recorder)
-        if recorder is not None and not dry_run and result.lines:
+        if recorder is not None and not dry_run and result.lines and under is None:
             recorder.reverts = [e.id for e in chosen]
     activity.record(
         [path for _, path, _ in result.lines][: limits.UNDO_LINES_SHOWN],

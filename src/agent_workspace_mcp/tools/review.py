@@ -1,0 +1,143 @@
+"""`review_changes`: a session's (or a change's) changes for the person in the chat
+(issue 33). Hosts that render MCP Apps show the panel `ui://agent-workspace-mcp/review`
+(diffs, per-file and whole-set undo through the app-only tools below); every other
+client gets the same facts as compact text.
+
+The panel is a small hand-written page, not FastMCP's Prefab renderer: that renderer is
+a 7 MB bundle (or a CDN fetch, which hosts' CSPs and offline machines refuse), against a
+few kilobytes here; the panel speaks the MCP Apps postMessage protocol itself.
+"""
+
+import json
+from dataclasses import asdict
+from importlib import resources
+from typing import Annotated
+
+from fastmcp import Context, FastMCP
+from pydantic import Field
+
+from ..core import limits
+from ..core.checkpoints import undoing
+from ..core.checkpoints.diffs import net_diffs
+from ..core.checkpoints.history import History
+from ..core.errors import InvalidArgumentError
+from ..requestctx import history_subject, session_and_client
+from ..services import Services
+from .base import DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool, bind
+
+PANEL_URI = "ui://agent-workspace-mcp/review"
+PANEL_MIME = "text/html;profile=mcp-app"
+
+Session = Annotated[str | None, Field(description="Session id (default: this connection's).")]
+Change = Annotated[str | None, Field(description="Change id: its calls instead.")]
+Since = Annotated[str | None, Field(description="Entry id: every call from it on instead.")]
+
+
+def _chosen(services: Services, ctx: Context | None, ws, session, change, since):
+    """The calls to review (ids) and how to name them."""
+    subject = history_subject(services.settings.share_history)
+    if since:
+        history = History(services.checkpoints(ws), subject)
+        start = history.find(since)
+        return {e.id for e in history.entries[start:]}, f"the calls since #{since.lstrip('#')}"
+    journal = services.memory.journal(ws)
+    if change:
+        records = journal.newest(limits.WORK_LOG_MAX, lambda r: r.get("change") == change)
+        return {str(r.get("id")) for r in records}, f"change {change}"
+    if not session:
+        session, _ = session_and_client(ctx)
+    if not session:
+        raise InvalidArgumentError(
+            "this connection has no session (the 2026-07-28 protocol): pass since=<entry id> "
+            "or change=<id> (work_log lists the ids)"
+        )
+    records = journal.newest(limits.WORK_LOG_MAX, lambda r: r.get("session") == session)
+    what = "this session" if session == session_and_client(ctx)[0] else f"session {session}"
+    return {str(r.get("id")) for r in records}, what
+
+
+def _reviewed(services: Services, ctx, workspace, session, change, since):
+    ws = services.workspaces.get(workspace)
+    ids, what = _chosen(services, ctx, ws, session, change, since)
+    subject = history_subject(services.settings.share_history)
+    diffs, first = net_diffs(ws, services.checkpoints(ws), ids, subject)
+    return ws, ids, what, diffs, first
+
+
+def review_changes(
+    services: Services,
+    ctx: Context,
+    session: Session = None,
+    change: Change = None,
+    since: Since = None,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Show the person what this session changed: files, +/- lines, how to undo.
+
+    In hosts with MCP Apps a panel shows each diff with undo buttons; elsewhere this
+    text. Read-only.
+    """
+    _ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
+    if not diffs:
+        return f"{what.capitalize()} changed no recorded file ({len(ids)} calls looked at)."
+    rows = [f"{what.capitalize()} changed {len(diffs)} file{'s' * (len(diffs) != 1)}:"]
+    for d in diffs[: limits.UNDO_LINES_SHOWN]:
+        counts = d.note or f"+{d.plus} -{d.minus}"
+        rows.append(f"  {d.change:<8}  {d.path}  {counts}  (first #{first[d.path]})")
+    if len(diffs) > limits.UNDO_LINES_SHOWN:
+        rows.append(f"  ... and {len(diffs) - limits.UNDO_LINES_SHOWN} more")
+    rows.append("Undo a file: restore_file(path, before=<its first id>); everything: "
+                + (f"undo(change={change})" if change else "undo(to=<the first id>)"))  # fmt: skip
+    return "\n".join(rows)
+
+
+def review_changes_data(
+    services: Services,
+    ctx: Context,
+    session: Session = None,
+    change: Change = None,
+    since: Since = None,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """The review panel's data (JSON): the calls and each file's diff. For the panel."""
+    ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
+    files = [{**asdict(d), "first": first[d.path]} for d in diffs]
+    return json.dumps({"workspace": ws.name, "what": what, "ids": sorted(ids), "files": files})
+
+
+def review_undo(
+    services: Services,
+    ids: Annotated[list[str], Field(description="The reviewed calls' entry ids.")],
+    path: Annotated[str | None, Field(description="Only this file (default: all).")] = None,
+    dryRun: Annotated[bool, Field(description="Preview; change nothing.")] = False,
+    force: Annotated[bool, Field(description="Also if changed since by others.")] = False,
+    workspace: WorkspaceArg = None,
+) -> str:
+    """Undo the reviewed calls (or one file of them), as `undo` does. For the panel."""
+    ws = services.workspaces.get(workspace)
+    result = undoing.undo(
+        ws, services.checkpoints(ws), services.locks,
+        subject=history_subject(services.settings.share_history),
+        ids=({str(i) for i in ids}, "the reviewed calls"), under=path,
+        dry_run=dryRun, force=force,
+    )  # fmt: skip
+    return undoing.render(result, dry_run=dryRun, head="undo")
+
+
+def panel() -> str:
+    return (resources.files(__package__) / "review_panel.html").read_text(encoding="utf-8")
+
+
+def register(app: FastMCP, services: Services) -> None:
+    if not services.settings.checkpoints:
+        return  # nothing recorded to review or undo
+    app_only = {"ui": {"resourceUri": PANEL_URI, "visibility": ["app"]}}
+    add_tool(app, bind(review_changes, services), annotations=READ_ONLY,
+             title="Review changes", meta={"ui": {"resourceUri": PANEL_URI}})  # fmt: skip
+    add_tool(app, bind(review_changes_data, services), annotations=READ_ONLY,
+             title="Review data (panel)", meta=app_only)  # fmt: skip
+    if not services.settings.read_only:
+        add_tool(app, bind(review_undo, services), annotations=DESTRUCTIVE,
+                 title="Undo reviewed changes (panel)", meta=app_only)  # fmt: skip
+    app.resource(PANEL_URI, name="review_panel", mime_type=PANEL_MIME,
+                 description="The review_changes panel (MCP Apps)")(panel)  # fmt: skip
