@@ -59,3 +59,16 @@ async def test_review_needs_something_to_review_on_a_sessionless_call(tmp_path: 
     async with Client(create_server(Settings(root=str(tmp_path), audit=False))) as client:
         answer = await call(client, "review_changes", since="nope")
     assert answer.is_error and "nope" in answer.text
+
+
+async def test_the_panel_lists_this_sessions_waiting_approvals(tmp_path: Path, monkeypatch) -> None:
+    from agent_workspace_mcp.core import limits
+
+    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.2)
+    (tmp_path / "a.txt").write_text("x\n")
+    settings = Settings(root=str(tmp_path), audit=False, confirm=("destructive",))
+    async with Client(create_server(settings)) as client:
+        assert (await ok(client, "delete_path", path="a.txt")).startswith("Not run yet")
+        data = json.loads(await ok(client, "review_changes_data"))
+    [waiting] = data["approvals"]
+    assert waiting["tool"] == "delete_path" and "removes a.txt" in waiting["summary"]

@@ -21,7 +21,7 @@ from ..core.checkpoints import undoing
 from ..core.checkpoints.diffs import net_diffs
 from ..core.checkpoints.history import History
 from ..core.errors import InvalidArgumentError
-from ..requestctx import history_subject, session_and_client
+from ..requestctx import current_subject, history_subject, session_and_client
 from ..services import Services
 from .base import DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool, bind
 
@@ -102,7 +102,14 @@ def review_changes_data(
     """The review panel's data (JSON): the calls and each file's diff. For the panel."""
     ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
     files = [{**asdict(d), "first": first[d.path]} for d in diffs]
-    return json.dumps({"workspace": ws.name, "what": what, "ids": sorted(ids), "files": files})
+    waiting = []
+    if services.approvals is not None:  # shown only: a person answers in the console
+        subject = current_subject()
+        waiting = [{"id": r["id"], "tool": r.get("tool"), "summary": r.get("summary")}
+                   for r in services.approvals.pending(ws)
+                   if r.get("status") == "pending" and r.get("subject") == subject]  # fmt: skip
+    return json.dumps({"workspace": ws.name, "what": what, "ids": sorted(ids), "files": files,
+                       "approvals": waiting})  # fmt: skip
 
 
 def review_undo(
