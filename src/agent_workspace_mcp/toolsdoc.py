@@ -18,7 +18,7 @@ from pathlib import Path
 SECTIONS = {
     "files": ("files", "editing", "search", "code", "workspaces", "skills"),
     "commands": ("shell",),
-    "memory": ("memory", "changes", "undo", "approvals", "git"),
+    "memory": ("memory", "changes", "undo", "review", "approvals", "git"),
 }
 IMPLIED = {"workspace"}  # every workspace tool takes it; the README says so once
 
