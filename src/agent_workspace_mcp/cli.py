@@ -230,6 +230,9 @@ def ready_line(settings, services, app) -> str:
         commands = f"commands {', '.join(served)}" + (f" ({shown})" if shown else "")
     else:
         commands = "commands off"
+    if settings.confirm or settings.confirm_path:  # who decides, said where the operator looks
+        asked = ", ".join([*settings.confirm, *settings.confirm_path])
+        commands += f", asks a person before {asked} (via {','.join(settings.confirm_via)})"
     if settings.http:
         waits = f"serving http://{settings.host}:{settings.port}/mcp"
     else:

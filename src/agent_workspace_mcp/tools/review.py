@@ -109,7 +109,8 @@ def review_changes_data(
                    for r in services.approvals.pending(ws)
                    if r.get("status") == "pending" and r.get("subject") == subject]  # fmt: skip
     return json.dumps({"workspace": ws.name, "what": what, "ids": sorted(ids), "files": files,
-                       "approvals": waiting})  # fmt: skip
+                       "approvals": waiting,
+                       "canUndo": not services.settings.read_only})  # fmt: skip
 
 
 def review_undo(
