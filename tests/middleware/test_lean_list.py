@@ -20,7 +20,11 @@ async def test_no_null_unions_no_framework_meta_no_single_workspace_argument(ws:
     payload = await listing(Settings(root=str(ws)))
     text = json.dumps(payload)
     assert '{"type": "null"}' not in text and '"default": null' not in text
-    assert all("_meta" not in tool for tool in payload["tools"])
+    # Only what a tool declares itself goes out: the MCP Apps `ui` entry of the review
+    # tools (hosts need it to render the panel), never FastMCP's own tags.
+    metas = {t["name"]: t["_meta"] for t in payload["tools"] if "_meta" in t}
+    assert set(metas) == {"review_changes", "review_changes_data", "review_undo"}
+    assert all(set(meta) == {"ui"} for meta in metas.values())
     assert '"additionalProperties"' not in text
     grep = next(t for t in payload["tools"] if t["name"] == "grep")
     assert grep["inputSchema"]["properties"]["path"] == {

@@ -149,7 +149,8 @@ ARGUMENT_CHARS = {
     **dict.fromkeys(
         (
             "workspace", "changeId", "change", "taskId", "jobId", "name", "runner", "task",
-            "stage", "status", "tag", "tags", "since", "kind", "to", "before",
+            "stage", "status", "tag", "tags", "since", "kind", "to", "before", "id", "ids",
+            "session",
         ),
         IDENTIFIER_MAX_CHARS,
     ),

@@ -28,9 +28,9 @@ from .base import DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool, bind
 PANEL_URI = "ui://agent-workspace-mcp/review"
 PANEL_MIME = "text/html;profile=mcp-app"
 
-Session = Annotated[str | None, Field(description="Session id (default: this connection's).")]
-Change = Annotated[str | None, Field(description="Change id: its calls instead.")]
-Since = Annotated[str | None, Field(description="Entry id: every call from it on instead.")]
+Session = Annotated[str | None, Field(description="Session id (default: this one).")]
+Change = Annotated[str | None, Field(description="Or a change id.")]
+Since = Annotated[str | None, Field(description="Or an entry id: calls from it on.")]
 
 
 def _chosen(services: Services, ctx: Context | None, ws, session, change, since):
@@ -99,7 +99,7 @@ def review_changes_data(
     since: Since = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """The review panel's data (JSON): the calls and each file's diff. For the panel."""
+    """The review panel's data (JSON)."""
     ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
     files = [{**asdict(d), "first": first[d.path]} for d in diffs]
     waiting = []
@@ -115,13 +115,13 @@ def review_changes_data(
 
 def review_undo(
     services: Services,
-    ids: Annotated[list[str], Field(description="The reviewed calls' entry ids.")],
-    path: Annotated[str | None, Field(description="Only this file (default: all).")] = None,
-    dryRun: Annotated[bool, Field(description="Preview; change nothing.")] = False,
-    force: Annotated[bool, Field(description="Also if changed since by others.")] = False,
+    ids: Annotated[list[str], Field(description="Entry ids.")],
+    path: Annotated[str | None, Field(description="Only this file.")] = None,
+    dryRun: Annotated[bool, Field(description="Preview.")] = False,
+    force: Annotated[bool, Field(description="Also if changed since.")] = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Undo the reviewed calls (or one file of them), as `undo` does. For the panel."""
+    """The review panel's undo (as `undo`)."""
     ws = services.workspaces.get(workspace)
     result = undoing.undo(
         ws, services.checkpoints(ws), services.locks,
@@ -139,7 +139,7 @@ def panel() -> str:
 def register(app: FastMCP, services: Services) -> None:
     if not services.settings.checkpoints:
         return  # nothing recorded to review or undo
-    app_only = {"ui": {"resourceUri": PANEL_URI, "visibility": ["app"]}}
+    app_only = {"ui": {"visibility": ["app"]}}  # the panel calls them; hosts hide them
     add_tool(app, bind(review_changes, services), annotations=READ_ONLY,
              title="Review changes", meta={"ui": {"resourceUri": PANEL_URI}})  # fmt: skip
     add_tool(app, bind(review_changes_data, services), annotations=READ_ONLY,
