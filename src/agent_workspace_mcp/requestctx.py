@@ -82,3 +82,19 @@ def history_subject(shared: bool) -> str | None:
     subject's work is neither listed nor reverted), everything with `--share-history`,
     and everything where nobody is authenticated (stdio)."""
     return None if shared else current_subject()
+
+
+def client_version(ctx: Any) -> str | None:
+    """The client's version from `initialize` (or the request's `_meta`), if it said."""
+    try:
+        params = ctx.session.client_params if ctx is not None else None
+        info = getattr(params, "client_info", None) or getattr(params, "clientInfo", None)
+        version = getattr(info, "version", None)
+        if version is None and ctx is not None and ctx.request_context is not None:
+            meta = ctx.request_context.meta
+            extra = (getattr(meta, "model_extra", None) or {}) if meta is not None else {}
+            found = extra.get("io.modelcontextprotocol/clientInfo")
+            version = found.get("version") if isinstance(found, dict) else None
+    except (RuntimeError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None

@@ -3,6 +3,7 @@ only that credential (an agent's token gets 401), and refuses cross-site actions
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import httpx2
@@ -254,3 +255,30 @@ def test_a_console_session_holds_across_workers(tmp_path: Path) -> None:
         assert tampered.status_code == 401
     finally:
         assert server.stop() == 0
+
+
+async def test_each_agents_work_is_attributed_and_undone_alone(served: RunningServer) -> None:
+    """Two agent sessions (issue 34's attribution part): the journal names each session
+    and client version, work_log filters by session, workspace_list says who changed
+    what, and undo(session=) reverts only that session's files."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    root: Path = served.root  # type: ignore[attr-defined]
+
+    def agent() -> Client:
+        return Client(StreamableHttpTransport(served.url), auth=AGENT, mode="legacy")
+
+    async with agent() as first, agent() as second:
+        await first.call_tool("write_file", {"path": "s1.txt", "content": "one\n"})
+        await second.call_tool("write_file", {"path": "s2.txt", "content": "two\n"})
+        listed = (await second.call_tool("workspace_list", {})).content[0].text
+        journal = [json.loads(line) for line in (root / ".workspace-mcp/journal.jsonl").open()]
+        mine = next(e for e in journal if e.get("paths") == ["s1.txt"])
+        assert mine["client"] and mine["client_version"] and mine["session"]
+        assert f"session {mine['session']}" in listed and "s1.txt" in listed and "s2.txt" in listed
+        log = (await second.call_tool("work_log", {"session": mine["session"]})).content[0].text
+        assert "s1.txt" in log and "s2.txt" not in log
+        done = await second.call_tool("undo", {"session": mine["session"]})
+        assert done.content[0].text.startswith("Undid 1 call")
+    assert not (root / "s1.txt").exists() and (root / "s2.txt").read_text() == "two\n"

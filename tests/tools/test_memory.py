@@ -58,7 +58,9 @@ async def test_mutating_tools_are_journaled_read_only_ones_are_not(
     first = entries[0]
     assert first["session"].startswith("local-") and first["client"] == "fastmcp"
     assert isinstance(first["ms"], int | float) and first["ms"] >= 0
-    assert first | {"ts": "T", "id": "I", "session": "S", "client": "C", "ms": 0} == {
+    assert first["client_version"]  # issue 34: the client's version from initialize
+    same = {"ts": "T", "id": "I", "session": "S", "client": "C", "ms": 0, "client_version": "V"}
+    assert first | same == {
         "ts": "T",
         "id": "I",
         "tool": "write_file",
@@ -68,6 +70,7 @@ async def test_mutating_tools_are_journaled_read_only_ones_are_not(
         "session": "S",
         "client": "C",
         "ms": 0,
+        "client_version": "V",
     }
     assert entries[1]["detail"] == "updated 4 bytes"
     assert entries[2]["detail"] == "1 replacement"

@@ -330,3 +330,9 @@ CONFIRM_USE_SECONDS = 600.0  # ours: an approval must be used within this of the
 CONFIRM_KEPT = 500  # ours: approval records kept per workspace (oldest decided go first)
 CONFIRM_SUMMARY_MAX_CHARS = 8_000  # ours: what the person is shown of one call
 CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview
+
+# --- many agents (issue 34) ----------------------------------------------------------------
+ACTIVE_SESSION_SECONDS = (
+    600.0  # ours: workspace_list names sessions that changed files this recently
+)
+ACTIVE_SESSIONS_SHOWN = 10  # ours: at most this many sessions per workspace there

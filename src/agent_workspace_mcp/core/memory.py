@@ -129,12 +129,15 @@ class Memory:
         path: str | None = None,
         change: str | None = None,
         by: str | None = None,
+        session: str | None = None,
     ) -> list[dict[str, Any]]:
         """Newest first; `by`: only that subject's entries (None: everyone's)."""
         after = parse_since(since) if since else None
 
         def keep(record: dict[str, Any]) -> bool:
             if by is not None and record.get("by") != by:
+                return False
+            if session and record.get("session") != session:
                 return False
             if after is not None:
                 stamp = _ts(record)

@@ -21,7 +21,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from ..core import journaling
 from ..core.errors import WorkspaceError
 from ..core.statefiles import state_lock, try_state_lock
-from ..requestctx import JOURNAL_TAG, current_subject, session_and_client
+from ..requestctx import JOURNAL_TAG, client_version, current_subject, session_and_client
 from ..services import Services
 from .outcome import Outcome, observed
 
@@ -73,6 +73,7 @@ class JournalMiddleware(Middleware):
         store = self.services.checkpoints(ws)
         tool = context.message.name
         session, client = session_and_client(context.fastmcp_context)
+        version = client_version(context.fastmcp_context)
         started = time.perf_counter()
         with journaling.capturing(ws, tool, store, checkpoints=settings.checkpoints) as call:
             try:
@@ -81,6 +82,8 @@ class JournalMiddleware(Middleware):
                 call.failed, call.error = not outcome.ok, outcome.error
                 ms = round((time.perf_counter() - started) * 1000, 1)
                 call.extra = {"session": session, "client": client, "ms": ms}
+                if version is not None:
+                    call.extra["client_version"] = version
 
                 def write() -> None:
                     journaling.write(

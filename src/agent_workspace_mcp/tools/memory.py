@@ -30,6 +30,7 @@ def work_log(
     change: Annotated[
         str | None, Field(description="Only entries tagged with this change id.")
     ] = None,
+    session: Annotated[str | None, Field(description="Only this session's.")] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
     """Recent activity, newest first: every mutating call's paths, detail, outcome, id."""
@@ -41,11 +42,11 @@ def work_log(
         path=path,
         change=change,
         by=history_subject(services.settings.share_history),
+        session=session,
     )
     if not entries:
-        return (
-            "no activity recorded yet" if not (since or path or change) else "no activity matches"
-        )
+        asked = since or path or change or session
+        return "no activity matches" if asked else "no activity recorded yet"
     gone = services.checkpoints(ws).pruned_ids()
     return "\n".join(
         render_entry(e, "no longer undoable" if e.get("id") in gone else None) for e in entries

@@ -72,11 +72,8 @@ def review_changes(
     since: Since = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Show the person what this session changed: files, +/- lines, how to undo.
-
-    In hosts with MCP Apps a panel shows each diff with undo buttons; elsewhere this
-    text. Read-only.
-    """
+    """What this session changed, for the person: files, +/- lines, how to undo (a
+    panel in MCP Apps hosts)."""
     _ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
     if not diffs:
         return f"{what.capitalize()} changed no recorded file ({len(ids)} calls looked at)."
@@ -99,7 +96,7 @@ def review_changes_data(
     since: Since = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """The review panel's data (JSON)."""
+    """The review panel's data."""
     ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
     files = [{**asdict(d), "first": first[d.path]} for d in diffs]
     waiting = []
@@ -143,9 +140,9 @@ def register(app: FastMCP, services: Services) -> None:
     add_tool(app, bind(review_changes, services), annotations=READ_ONLY,
              title="Review changes", meta={"ui": {"resourceUri": PANEL_URI}})  # fmt: skip
     add_tool(app, bind(review_changes_data, services), annotations=READ_ONLY,
-             title="Review data (panel)", meta=app_only)  # fmt: skip
+             title="Review data", meta=app_only)  # fmt: skip
     if not services.settings.read_only:
         add_tool(app, bind(review_undo, services), annotations=DESTRUCTIVE,
-                 title="Undo reviewed changes (panel)", meta=app_only)  # fmt: skip
+                 title="Review undo", meta=app_only)  # fmt: skip
     app.resource(PANEL_URI, name="review_panel", mime_type=PANEL_MIME,
                  description="The review_changes panel (MCP Apps)")(panel)  # fmt: skip

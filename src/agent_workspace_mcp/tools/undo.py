@@ -12,6 +12,7 @@ from typing import Annotated
 from fastmcp import FastMCP
 from pydantic import Field
 
+from ..core import limits
 from ..core.checkpoints import undoing
 from ..requestctx import history_subject
 from ..services import Services
@@ -25,18 +26,23 @@ def undo(
     steps: Annotated[int | None, Field(ge=1, description="Last N calls (default 1).")] = None,
     to: Annotated[str | None, Field(description="Entry id: undo every call after it.")] = None,
     change: Annotated[str | None, Field(description="Change id: undo its calls.")] = None,
+    session: Annotated[str | None, Field(description="Or a session id.")] = None,
     dryRun: Annotated[bool, Field(description="Preview; change nothing.")] = False,
     force: Annotated[bool, Field(description="Also undo files changed since by others.")] = False,
     workspace: WorkspaceArg = None,
 ) -> str:
     """Undo file changes recorded in work_log: the last `steps` calls, all after entry
-    `to`, or a change's. All or nothing, exact bytes and modes. Refuses files changed since
-    by others unless force. Commands are not reverted."""
+    `to`, a change's or a session's. All or nothing, exact bytes and modes. Refuses files
+    changed since by others unless force. Commands are not reverted."""
     ws = services.workspaces.get(workspace)
+    subject = history_subject(services.settings.share_history)
+    ids = None
+    if session:
+        made = services.memory.work_log(ws, limit=limits.WORK_LOG_MAX, session=session, by=subject)
+        ids = ({str(r.get("id")) for r in made}, f"session {session[:40]}")
     result = undoing.undo(
-        ws, services.checkpoints(ws), services.locks,
-        subject=history_subject(services.settings.share_history),
-        steps=steps, to=to, change=change, dry_run=dryRun, force=force,
+        ws, services.checkpoints(ws), services.locks, subject=subject,
+        steps=steps, to=to, change=change, ids=ids, dry_run=dryRun, force=force,
     )  # fmt: skip
     return undoing.render(result, dry_run=dryRun, head="undo")
 

@@ -1,7 +1,11 @@
 """`workspace_list`: which roots this server serves, and their state at a glance."""
 
+import time
+from datetime import datetime
+
 from fastmcp import FastMCP
 
+from ..core import limits
 from ..core.statefiles import has_state_dir
 from ..core.workspaces import Workspace
 from ..services import Services
@@ -31,7 +35,37 @@ def render_workspaces(services: Services) -> str:
         if change:
             row += f"  active change: {change}"
         rows.append(row)
+        if has_state:
+            rows += _active(services, ws)
     return "\n".join(rows)
+
+
+def _active(services: Services, ws: Workspace) -> list[str]:
+    """The sessions that changed files here in the last minutes, and which files: so an
+    agent can keep off a colleague's files."""
+    since = time.time() - limits.ACTIVE_SESSION_SECONDS
+    recent = services.memory.journal(ws).newest(limits.WORK_LOG_MAX, lambda r: bool(
+        r.get("session") and r.get("paths") and _epoch(r.get("ts")) >= since))  # fmt: skip
+    sessions: dict[str, tuple[str, list[str]]] = {}
+    for record in recent:  # newest first
+        sid = str(record["session"])
+        who = " ".join(str(x) for x in (record.get("client"), record.get("client_version")) if x)
+        by = f", subject {record['by']}" if record.get("by") else ""
+        label, files = sessions.setdefault(sid, (f"{who or 'a client'}{by}", []))
+        files += [str(p) for p in record["paths"] if str(p) not in files]
+    minutes = int(limits.ACTIVE_SESSION_SECONDS // 60)
+    rows = []
+    for sid, (label, files) in list(sessions.items())[: limits.ACTIVE_SESSIONS_SHOWN]:
+        shown = ", ".join(files[:5]) + (f" (+{len(files) - 5})" if len(files) > 5 else "")
+        rows.append(f"  session {sid} ({label}) changed in the last {minutes} min: {shown}")
+    return rows
+
+
+def _epoch(ts: object) -> float:
+    try:
+        return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def workspace_list(services: Services) -> str:
