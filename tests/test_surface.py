@@ -33,10 +33,18 @@ def settings_for(root: Path, *argv: str):
     ],
 )
 async def test_tools_list_is_the_computed_surface(tmp_path: Path, argv) -> None:
+    from mcp.client import advertise
+
     app, services = build(settings_for(tmp_path, *argv))
-    async with Client(app) as client:
+    apps = [advertise("io.modelcontextprotocol/ui", {})]  # a host that renders MCP Apps
+    async with Client(app, extensions=apps) as client:
         listed = [tool.name for tool in await client.list_tools()]
     assert services.surface is not None and sorted(listed) == sorted(services.surface.served)
+    # A client without apps is not shown the tools only the review panel calls.
+    async with Client(app) as client:
+        plain = [tool.name for tool in await client.list_tools()]
+    panel_only = {"review_changes_data", "review_undo"}
+    assert sorted(plain) == sorted(set(services.surface.served) - panel_only)
 
 
 def test_list_profiles_prints_the_same_surfaces(tmp_path: Path) -> None:

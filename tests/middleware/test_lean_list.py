@@ -21,10 +21,10 @@ async def test_no_null_unions_no_framework_meta_no_single_workspace_argument(ws:
     text = json.dumps(payload)
     assert '{"type": "null"}' not in text and '"default": null' not in text
     # Only what a tool declares itself goes out: the MCP Apps `ui` entry of the review
-    # tools (hosts need it to render the panel), never FastMCP's own tags.
+    # tool (hosts need it to render the panel), never FastMCP's own tags; the panel's
+    # app-only tools only to a client that declares MCP Apps (tests/tools/test_review.py).
     metas = {t["name"]: t["_meta"] for t in payload["tools"] if "_meta" in t}
-    assert set(metas) == {"review_changes", "review_changes_data", "review_undo"}
-    assert all(set(meta) == {"ui"} for meta in metas.values())
+    assert metas == {"review_changes": {"ui": {"resourceUri": "ui://agent-workspace-mcp/review"}}}
     assert '"additionalProperties"' not in text
     grep = next(t for t in payload["tools"] if t["name"] == "grep")
     assert grep["inputSchema"]["properties"]["path"] == {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
@@ -43,8 +44,16 @@ async def test_the_text_summary_lists_files_counts_and_how_to_undo(tmp_path: Pat
         assert "changed no recorded file" in await ok(client, "review_changes")
 
 
-async def test_the_panel_is_a_small_declared_app(tmp_path: Path) -> None:
-    async with Client(create_server(Settings(root=str(tmp_path), audit=False))) as client:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_panel_is_a_small_declared_app(tmp_path: Path, mode: str) -> None:
+    from mcp.client import advertise
+
+    apps = [advertise("io.modelcontextprotocol/ui", {"mimeTypes": ["text/html;profile=mcp-app"]})]
+    server = create_server(Settings(root=str(tmp_path), audit=False))
+    async with Client(server, mode=mode) as plain:  # shows no apps: its model sees no panel tools
+        names = {t.name for t in await plain.list_tools()}
+        assert "review_changes" in names and not names & {"review_changes_data", "review_undo"}
+    async with Client(server, mode=mode, extensions=apps) as client:
         tools = {t.name: t for t in await client.list_tools()}
         assert tools["review_changes"].meta["ui"]["resourceUri"] == PANEL
         for name in ("review_changes_data", "review_undo"):  # for the panel, not the model

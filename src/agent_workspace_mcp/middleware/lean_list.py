@@ -80,7 +80,12 @@ class LeanToolListMiddleware(Middleware):
         self.hide = frozenset({WORKSPACE_ARG}) if single_workspace else frozenset()
 
     async def on_list_tools(self, context: MiddlewareContext, call_next) -> Sequence[Tool]:
-        return [self._lean(tool) for tool in await call_next(context)]
+        tools = await call_next(context)
+        if not _renders_apps(context.fastmcp_context):
+            # A tool only an MCP App calls means nothing to a client that shows no apps:
+            # there the model would see it (hosts with apps hide it themselves).
+            tools = [tool for tool in tools if not _app_only(tool)]
+        return [self._lean(tool) for tool in tools]
 
     def _lean(self, tool: Tool) -> Tool:
         """A shallow copy for the listing only (a listing is rare; no cache to go stale)."""
@@ -88,3 +93,22 @@ class LeanToolListMiddleware(Middleware):
         lean.__class__ = _lean_class(type(tool))
         object.__setattr__(lean, "parameters", lean_schema(tool.parameters or {}, self.hide))
         return lean
+
+
+UI_EXTENSION = "io.modelcontextprotocol/ui"
+
+
+def _app_only(tool: Tool) -> bool:
+    ui = (tool.meta or {}).get("ui")
+    return isinstance(ui, dict) and ui.get("visibility") == ["app"]
+
+
+def _renders_apps(ctx: Any) -> bool:
+    """Whether the client declared the MCP Apps extension (SEP-1865)."""
+    try:
+        caps = ctx.session.client_capabilities
+    except (AttributeError, RuntimeError):
+        return False
+    if caps is None:
+        return False
+    return any(UI_EXTENSION in (group or {}) for group in (caps.extensions, caps.experimental))

@@ -28,9 +28,9 @@ from .base import DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool, bind
 PANEL_URI = "ui://agent-workspace-mcp/review"
 PANEL_MIME = "text/html;profile=mcp-app"
 
-Session = Annotated[str | None, Field(description="Session id (default: this one).")]
+Session = Annotated[str | None, Field(description="Default: this one.")]
 Change = Annotated[str | None, Field(description="Or a change id.")]
-Since = Annotated[str | None, Field(description="Or an entry id: calls from it on.")]
+Since = Annotated[str | None, Field(description="Or a start entry id.")]
 
 
 def _chosen(services: Services, ctx: Context | None, ws, session, change, since):
@@ -72,8 +72,7 @@ def review_changes(
     since: Since = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """What this session changed, for the person: files, +/- lines, how to undo (a
-    panel in MCP Apps hosts)."""
+    """Show the person this session's changes and how to undo them."""
     _ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
     if not diffs:
         return f"{what.capitalize()} changed no recorded file ({len(ids)} calls looked at)."

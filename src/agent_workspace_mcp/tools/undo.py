@@ -32,8 +32,8 @@ def undo(
     workspace: WorkspaceArg = None,
 ) -> str:
     """Undo file changes recorded in work_log: the last `steps` calls, all after entry
-    `to`, a change's or a session's. All or nothing, exact bytes and modes. Refuses files
-    changed since by others unless force. Commands are not reverted."""
+    `to`, or a change's or session's. All or nothing; refuses files others
+    changed since, unless force. Commands are not reverted."""
     ws = services.workspaces.get(workspace)
     subject = history_subject(services.settings.share_history)
     ids = None

@@ -69,7 +69,7 @@ def _epoch(ts: object) -> float:
 
 
 def workspace_list(services: Services) -> str:
-    """List the workspaces: name, root, state, active change, who changed what lately."""
+    """List the workspaces: name, root, state, active change, recent sessions."""
     return render_workspaces(services)
 
 
