@@ -62,19 +62,8 @@ def session_and_client(ctx: Any) -> tuple[str | None, str | None]:
         session: str | None = get_http_request().headers.get("mcp-session-id")
     except RuntimeError:
         session = LOCAL_SESSION
-    name = None
-    try:
-        params = ctx.session.client_params if ctx is not None else None
-        info = getattr(params, "client_info", None) or getattr(params, "clientInfo", None)
-        name = getattr(info, "name", None)
-        if name is None and ctx is not None and ctx.request_context is not None:
-            meta = ctx.request_context.meta
-            extra = (getattr(meta, "model_extra", None) or {}) if meta is not None else {}
-            found = extra.get("io.modelcontextprotocol/clientInfo")
-            name = found.get("name") if isinstance(found, dict) else None
-    except (RuntimeError, AttributeError):
-        pass
-    return session, name if isinstance(name, str) else None
+    name = _client_info(ctx, "name")
+    return session, name
 
 
 def history_subject(shared: bool) -> str | None:
@@ -86,15 +75,21 @@ def history_subject(shared: bool) -> str | None:
 
 def client_version(ctx: Any) -> str | None:
     """The client's version from `initialize` (or the request's `_meta`), if it said."""
+    return _client_info(ctx, "version")
+
+
+def _client_info(ctx: Any, field: str) -> str | None:
+    """One field of the client's `clientInfo`: from `initialize`, else (2026-07-28,
+    sessionless) from the request's `_meta`."""
     try:
         params = ctx.session.client_params if ctx is not None else None
         info = getattr(params, "client_info", None) or getattr(params, "clientInfo", None)
-        version = getattr(info, "version", None)
-        if version is None and ctx is not None and ctx.request_context is not None:
+        value = getattr(info, field, None)
+        if value is None and ctx is not None and ctx.request_context is not None:
             meta = ctx.request_context.meta
             extra = (getattr(meta, "model_extra", None) or {}) if meta is not None else {}
             found = extra.get("io.modelcontextprotocol/clientInfo")
-            version = found.get("version") if isinstance(found, dict) else None
+            value = found.get(field) if isinstance(found, dict) else None
     except (RuntimeError, AttributeError):
         return None
-    return version if isinstance(version, str) else None
+    return value if isinstance(value, str) else None

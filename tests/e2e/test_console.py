@@ -10,7 +10,6 @@ import asyncio
 import concurrent.futures
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -21,23 +20,10 @@ import pytest
 from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
+from tests.e2e.browser import CHROMIUM, needs_browser, sync_playwright
 from tests.e2e.http_server import start
-from tests.helpers import requires
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - the [test] extra installs it
-    sync_playwright = None
-
-pytestmark = [
-    pytest.mark.slow,
-    requires(
-        None
-        if CHROMIUM and sync_playwright
-        else "needs Chromium (Debian package 'chromium') and Playwright for Python"
-    ),
-]
+pytestmark = [pytest.mark.slow, needs_browser]
 
 PLANTED = "<script>window.__planted = 1</script><img src=x onerror='window.__planted=2'>"
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import subprocess
 import sys
 import threading
@@ -20,22 +19,9 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 from tests.e2e import npm
-from tests.helpers import requires
+from tests.e2e.browser import CHROMIUM, needs_browser, sync_playwright
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-try:
-    from playwright.sync_api import sync_playwright
-except ImportError:  # pragma: no cover - the [test] extra installs it
-    sync_playwright = None
-
-pytestmark = [
-    pytest.mark.slow,
-    requires(
-        None
-        if CHROMIUM and sync_playwright
-        else "needs Chromium (Debian package 'chromium') and Playwright for Python"
-    ),
-]
+pytestmark = [pytest.mark.slow, needs_browser]
 
 HOST_PACKAGES = [
     "@modelcontextprotocol/ext-apps@2.0.4", "@modelcontextprotocol/core@2.4.0",

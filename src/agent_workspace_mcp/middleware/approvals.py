@@ -169,25 +169,37 @@ class ApprovalGate(Middleware):
             return await run(used)
         ctx = context.fastmcp_context
         session, client = session_and_client(ctx)
+
+        async def ask() -> dict[str, Any]:
+            """The pending request for this call, showing what will run (refused if a
+            person denied this very call lately)."""
+            shown = await self.summary(context, call_next, tool, ws, args)
+            record = await off(self.approvals.request, ws, tool=tool, call_digest=call_digest,
+                               summary=shown, subject=subject, session=session,
+                               client=client)  # fmt: skip
+            if record["status"] == DENIED:
+                raise _refused(record, why)
+            return record
+
+        async def run_if_approved(record: dict[str, Any]) -> Any:
+            if record["status"] == APPROVED:
+                used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
+                if used is not None:
+                    return await run(used)
+            return None
+
         if "client" in self.via and _can_elicit(ctx):
             asked = await self._ask_client(ctx, ws, tool, call_digest, subject, client)
             if isinstance(asked, mcp_types.InputRequiredResult):
                 return asked
             if asked is None:  # the client's first round: ask it
-                shown = await self.summary(context, call_next, tool, ws, args)
-                record = await off(self.approvals.request, ws, tool=tool, call_digest=call_digest,
-                                   summary=shown, subject=subject, session=session,
-                                   client=client)  # fmt: skip
-                if record["status"] == DENIED:
-                    raise _refused(record, why)
+                record = await ask()
                 if _modern(ctx):
                     activity.approved(f"{record['id']} asked of the client (input_required)")
                     return _input_required(record, why)
                 asked = await self._elicit(ctx, ws, record, why, call_digest, client, deadline)
-            if asked is not None and asked["status"] == APPROVED:
-                used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
-                if used is not None:
-                    return await run(used)
+            if asked is not None and (done := await run_if_approved(asked)) is not None:
+                return done
             if asked is not None and asked["status"] == DENIED:
                 raise _refused(asked, why)
         if "console" not in self.via:
@@ -196,17 +208,9 @@ class ApprovalGate(Middleware):
                 "this client declares no elicitation and --confirm-via leaves out the console "
                 "(the operator can add --confirm-via console)"
             )
-        shown = await self.summary(context, call_next, tool, ws, args)
-        record = await off(self.approvals.request, ws, tool=tool, call_digest=call_digest,
-                           summary=shown, subject=subject, session=session,
-                           client=client)  # fmt: skip
-        if record["status"] == DENIED:
-            raise _refused(record, why)
-        record = await self._wait(ws, record, deadline)
-        if record["status"] == APPROVED:
-            used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
-            if used is not None:
-                return await run(used)
+        record = await self._wait(ws, await ask(), deadline)
+        if (done := await run_if_approved(record)) is not None:
+            return done
         if record["status"] != PENDING:
             raise _refused(record, why)
         left = max(0, int(float(record["expires"]) - self.approvals.clock()))
