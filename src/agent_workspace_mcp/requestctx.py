@@ -5,6 +5,7 @@ A neutral module: tools, middleware and transports import it, it imports none of
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from typing import Any
 
@@ -52,18 +53,29 @@ def parse_subpath(primary: Workspace, raw: str) -> containment.Subpath:
 LOCAL_SESSION = "local-" + secrets.token_hex(4)
 
 
-def session_and_client(ctx: Any) -> tuple[str | None, str | None]:
-    """Which connection a call came on and the client's name, as far as the protocol
-    says: an HTTP session's id (none on the sessionless 2026-07-28 protocol), this
-    process's id over stdio; the name from `initialize` or the request's `_meta`."""
+def session_and_client(ctx: Any) -> tuple[str, str | None]:
+    """Which agent a call came from and the client's name: an HTTP session's id, this
+    process's id over stdio, else the sessionless agent; the name from `initialize` or
+    the request's `_meta`."""
     from fastmcp.server.dependencies import get_http_request
 
-    try:
-        session: str | None = get_http_request().headers.get("mcp-session-id")
-    except RuntimeError:
-        session = LOCAL_SESSION
     name = _client_info(ctx, "name")
+    try:
+        session = get_http_request().headers.get("mcp-session-id")
+    except RuntimeError:
+        return LOCAL_SESSION, name
+    if not session:
+        session = sessionless_agent(current_subject(), name, client_version(ctx))
     return session, name
+
+
+def sessionless_agent(subject: str | None, name: str | None, version: str | None) -> str:
+    """What names the agent of a request without a session (the 2026-07-28 protocol,
+    `--workers`, `--stateless`): the same caller, client and version on every request,
+    so its work can be told apart, listed and undone like a session's. Agents that share
+    a credential and a client are one agent here: give each its own API key."""
+    seed = "\0".join(part or "" for part in (subject, name, version))
+    return "a-" + hashlib.sha256(seed.encode()).hexdigest()[:12]
 
 
 def history_subject(shared: bool) -> str | None:

@@ -34,6 +34,7 @@ from .middleware.errors import ErrorShapingMiddleware, quiet_expected_failures
 from .middleware.journal import JournalMiddleware
 from .middleware.lean_list import LeanToolListMiddleware
 from .middleware.pipeline import Pipeline
+from .middleware.seen import SeenMiddleware
 from .middleware.sessions import SubpathMiddleware
 from .requestctx import current_subject
 from .services import Services
@@ -205,6 +206,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
                     *middleware,
                     ArgumentBoundsMiddleware(),
                     JournalMiddleware(services),
+                    SeenMiddleware(services),
                     AnswerBudgetMiddleware(),
                     errors,
                     ArgumentRepairMiddleware(),

@@ -252,9 +252,10 @@ async def test_workspace_argument_and_listing(tmp_path: Path) -> None:
         # An escape is judged against the selected workspace, even if it lands in another.
         assert "outside" in await fails(c, "read_file", path="../two/f.txt")
         listing = await ok(c, "workspace_list")
+        # The read is remembered for the stale-read guard, in the workspace it was in.
         assert listing.splitlines() == [
             f"default  {tmp_path / 'one'}  (primary)  state: none",
-            f"api  {tmp_path / 'two'}  state: none",
+            f"api  {tmp_path / 'two'}  state: yes",
         ]
 
 

@@ -230,41 +230,43 @@ class StateBusyError(WorkspaceError):
     """The state lock stayed held past STATE_LOCK_WAIT_SECONDS."""
 
 
-def _busy(holder: str) -> StateBusyError:
+def _busy(holder: str, name: str = ".lock") -> StateBusyError:
     return StateBusyError(
-        f"the workspace state ({STATE_DIR_NAME}/.lock) has been held by {holder} for over "
+        f"the workspace state ({STATE_DIR_NAME}/{name}) has been held by {holder} for over "
         f"{limits.STATE_LOCK_WAIT_SECONDS:g} s; retry when it is done"
     )
 
 
 @contextlib.contextmanager
-def state_lock(ws: Workspace) -> Iterator[None]:
+def state_lock(ws: Workspace, name: str = ".lock") -> Iterator[None]:
     """Exclusive across threads and processes for this workspace's state; waited for at
-    most STATE_LOCK_WAIT_SECONDS (StateBusyError naming the holder past that).
+    most STATE_LOCK_WAIT_SECONDS (StateBusyError naming the holder past that). Another
+    `name` is a separate lock for one small record that is updated on reads too (what
+    each session has seen), so those never wait behind the journal.
 
     The lock file is a state file like any other: a symlink or hard link planted at its
     name is replaced, never followed (a followed one truncated or locked a workspace
     file, or left the root and so turned the journal off)."""
     ensure_state_dir(ws)
-    thread_lock = _thread_lock(ws.state_dir)
+    thread_lock = _thread_lock(ws.state_dir if name == ".lock" else f"{ws.state_dir}/{name}")
     if not thread_lock.acquire(timeout=limits.STATE_LOCK_WAIT_SECONDS):
-        raise _busy("another call of this server")
+        raise _busy("another call of this server", name)
     try:
-        with _lock_file(ws) as fd:
+        with _lock_file(ws, name) as fd:
             try:
                 flock_bounded(fd)
             except LockBusyError as exc:
-                raise _busy(exc.holder) from None
+                raise _busy(exc.holder, name) from None
             yield
     finally:
         thread_lock.release()
 
 
 @contextlib.contextmanager
-def _lock_file(ws: Workspace) -> Iterator[int]:
-    """An fd on `.workspace-mcp/.lock`, opened like every state file; closing it releases
+def _lock_file(ws: Workspace, name: str = ".lock") -> Iterator[int]:
+    """An fd on `.workspace-mcp/<name>`, opened like every state file; closing it releases
     any flock taken on it."""
-    with locate_state(ws, ".lock", create_parents=True) as loc:
+    with locate_state(ws, name, create_parents=True) as loc:
         fd = open_state(loc, os.O_RDWR, create=True)
     assert fd is not None
     try:
@@ -318,14 +320,43 @@ def read_json(ws: Workspace, *parts: str) -> Any:
         ) from None
 
 
-def _replace(loc: Located, data: bytes) -> None:
+# What read_json_changed answers when the file is the one the caller already parsed.
+UNCHANGED = object()
+
+
+def read_json_changed(ws: Workspace, known: tuple[int, ...] | None, *parts: str
+                      ) -> tuple[tuple[int, ...] | None, Any]:  # fmt: skip
+    """(identity, parsed JSON) of a state file, or (identity, UNCHANGED) when its identity
+    (inode, size, mtime, ctime: it is only ever replaced whole) is `known`; (None, None)
+    if it is missing. A corrupt file is a one-sentence WorkspaceError naming it."""
+    with _existing(ws, *parts) as loc:
+        if loc is None:
+            return None, None
+        st = loc.lstat()
+        if st is None:
+            return None, None
+        ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        if ident == known:
+            return ident, UNCHANGED
+        data = _read_state(loc)
+    if data is None:
+        return None, None
+    try:
+        return ident, json.loads(data)
+    except ValueError:
+        raise WorkspaceError(
+            f"{STATE_DIR_NAME}/{'/'.join(parts)} is corrupted (not valid JSON)"
+        ) from None
+
+
+def _replace(loc: Located, data: bytes, durable: bool = True) -> None:
     """Atomic replace; whatever unsafe thing sits at the name is discarded first."""
     st = loc.lstat()
     if st is not None and not stat.S_ISDIR(st.st_mode):
         problem = "a symlink" if stat.S_ISLNK(st.st_mode) else _unsafe(st)
         if problem:
             _discard(loc, problem)
-    atomic_write(loc, data)
+    atomic_write(loc, data, durable=durable)
 
 
 # Characters a JSON state line must not hold raw: U+2028/U+2029 are legal JSON, but
@@ -342,10 +373,11 @@ def dumps(value: Any, indent: int | None = None) -> str:
     return _UNSAFE_IN_LINES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def write_json(ws: Workspace, value: Any, *parts: str) -> None:
-    data = (dumps(value, indent=2) + "\n").encode("utf-8")
+def write_json(ws: Workspace, value: Any, *parts: str, durable: bool = True) -> None:
+    """`durable=False` skips the fsyncs, for records whose loss costs only a refusal."""
+    data = (dumps(value, indent=None if not durable else 2) + "\n").encode("utf-8")
     with locate_state(ws, *parts, create_parents=True) as loc:
-        _replace(loc, data)
+        _replace(loc, data, durable)
 
 
 def write_text(ws: Workspace, text: str, *parts: str) -> None:

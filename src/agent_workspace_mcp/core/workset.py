@@ -35,6 +35,19 @@ def short_sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:SHA_SHOWN]
 
 
+def check_sha(display: str, data: bytes | None, expected: str) -> None:
+    """Refuse unless `data` (None: no file) has a sha256 starting with `expected`."""
+    wanted = expected.strip().lower()
+    if not _SHA_RE.match(wanted):
+        raise InvalidArgumentError("expectedSha256 must be 8 to 64 hexadecimal digits")
+    actual = hashlib.sha256(data or b"").hexdigest()
+    if not actual.startswith(wanted):
+        raise WorkspaceError(
+            f"{display} changed since it was read (sha256 is now {actual[:SHA_SHOWN]}, "
+            f"expected {wanted[:SHA_SHOWN]}); read it again"
+        )
+
+
 @dataclass
 class FileState:
     loc: Located
@@ -52,17 +65,8 @@ class FileState:
         return self.doc.text if self.doc else ""
 
     def check_sha(self, expected: str | None) -> None:
-        if expected is None:
-            return
-        wanted = expected.strip().lower()
-        if not _SHA_RE.match(wanted):
-            raise InvalidArgumentError("expectedSha256 must be 8 to 64 hexadecimal digits")
-        actual = hashlib.sha256(self.before or b"").hexdigest()
-        if not actual.startswith(wanted):
-            raise WorkspaceError(
-                f"{self.display} changed since it was read (sha256 is now {actual[:SHA_SHOWN]}, "
-                f"expected {wanted[:SHA_SHOWN]}); read it again"
-            )
+        if expected is not None:
+            check_sha(self.display, self.before, expected)
 
     def encoded(self) -> bytes | None:
         if self.text is None:

@@ -26,6 +26,10 @@ WorkspaceArg = Annotated[
     str | None,
     Field(description="Workspace name from workspace_list; omit for the primary workspace."),
 ]
+ExpectedSha = Annotated[
+    str | None,
+    Field(description="Refuse unless the file's sha256 starts with this."),
+]
 
 # Annotations state only what differs from the MCP spec's defaults (readOnlyHint false,
 # destructiveHint true, idempotentHint false, openWorldHint true), since each byte is paid

@@ -126,7 +126,7 @@ def task_update(
     changeId: ChangeId = None,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Move tasks between statuses (with optional notes), all or nothing."""
+    """Set task statuses (with optional notes), all or nothing."""
     change_id, moves = services.changes.update_tasks(
         services.workspaces.get(workspace), changeId, [u.model_dump() for u in updates]
     )

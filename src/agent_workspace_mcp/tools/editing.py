@@ -17,17 +17,13 @@ from ..core.errors import InvalidArgumentError, WorkspaceError
 from ..core.transaction import commit
 from ..core.workset import FileState, LoadError, Workset
 from ..services import Services
-from .base import DESTRUCTIVE, WorkspaceArg, add_tool, bind
+from .base import DESTRUCTIVE, ExpectedSha, WorkspaceArg, add_tool, bind
 from .files import PathArg
 
 OldString = Annotated[str, Field(description="Exact text to replace (once, unless replaceAll).")]
 NewString = Annotated[str, Field(description="Replacement text.")]
 ReplaceAll = Annotated[bool, Field(description="Replace every occurrence.")]
 DryRun = Annotated[bool, Field(description="Show the diff, write nothing.")]
-ExpectedSha = Annotated[
-    str | None,
-    Field(description="Refuse unless the file's sha256 starts with this (from read_file)."),
-]
 
 
 class PatchEdit(BaseModel):
@@ -65,8 +61,8 @@ def edit_file(
     """Replace an exact string in a text file; answers with a short diff.
 
     oldString must match once (or pass replaceAll). A match found only after normalizing
-    whitespace, line endings or typographic characters is used and reported; otherwise
-    the error names the closest lines.
+    whitespace, line endings or quotes is used and reported; else the error names the
+    closest lines.
     """
     with Workset(services.workspaces.get(workspace), services.locks) as work:
         (state,) = work.load([path])
@@ -101,8 +97,8 @@ def patch(
 ) -> str:
     """Apply exact-string edits across one or more files, all or nothing.
 
-    Edits apply in order, each to its file's already edited content; if one fails
-    (`edit[N] failed: <reason>`), no file changes.
+    Edits apply in order, each to the file as already edited; if one fails
+    (`edit[N] failed: <reason>`), nothing changes.
     """
     with Workset(services.workspaces.get(workspace), services.locks) as work:
         try:
@@ -151,8 +147,8 @@ def apply_patch(
 ) -> str:
     """Apply a unified diff, all or nothing.
 
-    Hunks are found by their context near the stated lines (stale line numbers still
-    apply); a hunk that does not apply is named and nothing is written.
+    Hunks are found by context near the stated lines (stale numbers still apply); a
+    hunk that does not apply is named and nothing is written.
     """
     file_patches = patches.parse(patch)
     if len(file_patches) > limits.PATCH_MAX_FILES:

@@ -9,7 +9,6 @@ truncation markers with the argument that continues.
 import base64
 import binascii
 import posixpath
-import stat
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -17,13 +16,13 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image
 from pydantic import Field
 
-from ..core import activity, fileops, limits
+from ..core import activity, fileops, limits, seen
 from ..core.containment import Located, locate
 from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
-from ..core.workset import short_sha
+from ..core.workset import check_sha, short_sha
 from ..services import Services
-from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, WorkspaceArg, add_tool, bind
+from .base import ADDITIVE, DESTRUCTIVE, READ_ONLY, ExpectedSha, WorkspaceArg, add_tool, bind
 
 # Absolute paths inside a workspace work too; the server instructions say so once.
 PathArg = Annotated[str, Field(description="Workspace-relative path.")]
@@ -91,6 +90,7 @@ def read_text_answer(
     with locate(ws, path) as loc:
         data, _ = read_bytes(loc)
         doc = decode_text(data, loc.display)
+        seen.saw(loc, data)
     lines = split_lines(doc.text)
     total = len(lines)
     if total == 0:
@@ -123,8 +123,8 @@ def read_file(
 ) -> str:
     """Read a text file as numbered lines `N: text`.
 
-    A long file stops at a budget with a marker naming the `offset` to continue
-    from. The last line is the sha256 prefix edit tools take as `expectedSha256`.
+    A long file stops at a budget, naming the `offset` to continue from. The last
+    line is its sha256 (for `expectedSha256`).
     Binary files: read_binary_file.
     """
     return read_text_answer(services, path, offset, limit, workspace)
@@ -185,12 +185,15 @@ def read_binary_file(
                     f"the limit is {format_size(limits.READ_IMAGE_MAX_BYTES)})"
                 )
             data, st = read_bytes(loc, limits.READ_IMAGE_MAX_BYTES)
+            seen.saw(loc, data)
             return [
                 f"{loc.display}: {fmt} image, {format_size(len(data))}",
                 Image(data=data, format=fmt),
             ]
         want = min(length or limits.READ_BINARY_CHUNK_BYTES, limits.READ_BINARY_CHUNK_BYTES)
         data, st = read_range(loc, offset, want)
+        if offset == 0 and len(data) == st.st_size:
+            seen.saw(loc, data)
     end = offset + len(data)
     header = f"{loc.display}: bytes {offset}-{end} of {st.st_size}"
     if end < st.st_size:
@@ -202,21 +205,27 @@ def write_file(
     services: Services,
     path: PathArg,
     content: Annotated[str, Field(description="The complete new file content.")],
+    expectedSha256: ExpectedSha = None,
     workspace: WorkspaceArg = None,
 ) -> str:
     """Create or overwrite a text file atomically (parents are created).
 
-    An existing file keeps its permissions, CRLF line endings and UTF-8 BOM.
+    Keeps an existing file's permissions, CRLF line endings and BOM; refused if it
+    changed since you read it.
     """
     ws = services.workspaces.get(workspace)
-    with locate(ws, path, defer_parents=True, write=True) as loc:
-        doc = _existing_conventions(loc)
+    with (
+        locate(ws, path, defer_parents=True, write=True) as loc,
+        services.locks.hold(ws, [loc.real_abs]),
+    ):
+        current = _replacing(loc, expectedSha256)
+        doc = _conventions(loc, current)
         data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
         _check_write_size(loc.display, len(data))
-        with services.locks.hold(ws, [loc.real_abs]):
-            activity.before(loc)
-            with loc.parents_made():
-                existed = atomic_write(loc, data)
+        activity.before(loc)
+        with loc.parents_made():
+            existed = atomic_write(loc, data)
+        seen.wrote(loc, data)
     kept = ""
     if doc and doc.newline == "\r\n":
         kept = ", kept CRLF line endings"
@@ -242,9 +251,11 @@ def write_binary_file(
     with locate(ws, path, defer_parents=True, write=True) as loc:
         _check_write_size(loc.display, len(data))
         with services.locks.hold(ws, [loc.real_abs]):
+            seen.check(loc, retry=AGAIN.format(then="write it"))
             activity.before(loc)
             with loc.parents_made():
                 existed = atomic_write(loc, data)
+            seen.wrote(loc, data)
     verb = "Updated" if existed else "Created"
     activity.record([loc.display], f"{verb.lower()} {len(data)} bytes (binary)")
     return f"{verb} {loc.display} ({len(data)} bytes)"
@@ -280,8 +291,10 @@ def delete_path(
         locate(ws, path, follow_final=False, write=True) as loc,
         services.locks.hold(ws, [loc.real_abs]),
     ):
+        seen.check(loc, retry=AGAIN.format(then="delete it"), tree=True)
         activity.before(loc, recursive=recursive)
         what = fileops.delete(loc, recursive=recursive)
+        seen.wrote(loc, None, tree=True)
     activity.record([loc.display], f"deleted {what}")
     return f"Deleted {loc.display} ({what})"
 
@@ -293,20 +306,20 @@ def move_path(
     overwrite: Annotated[bool, Field(description="Replace an existing destination.")] = False,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """Move or rename a file or directory (missing parents are created).
-
-    An existing destination is replaced only with overwrite=true.
-    """
+    """Move or rename a file or directory (parents are created); an existing
+    destination is replaced only with overwrite=true."""
     ws = services.workspaces.get(workspace)
     with (
         locate(ws, source, follow_final=False, write=True) as src,
         locate(ws, destination, follow_final=False, defer_parents=True, write=True) as dst,
         services.locks.hold(ws, [src.real_abs, dst.real_abs]),
     ):
+        moving = _guard_move(src, dst, overwrite)
         activity.before(src, recursive=True)
         activity.before(dst, recursive=True)
         with dst.parents_made():
             fileops.move(src, dst, overwrite=overwrite)
+        _moved(src, dst, moving)
     activity.record([src.display, dst.display], "moved")
     return f"Moved {src.display} -> {dst.display}"
 
@@ -333,9 +346,11 @@ def rename_path(
             locate(ws, target, follow_final=False, write=True) as dst,
             services.locks.hold(ws, [src.real_abs, dst.real_abs]),
         ):
+            moving = _guard_move(src, dst, overwrite)
             activity.before(src, recursive=True)
             activity.before(dst, recursive=True)
             fileops.move(src, dst, overwrite=overwrite)
+            _moved(src, dst, moving)
     activity.record([src.display, dst.display], "renamed")
     return f"Renamed {src.display} -> {dst.display}"
 
@@ -346,6 +361,8 @@ def file_info(services: Services, path: PathArg, workspace: WorkspaceArg = None)
     ws = services.workspaces.get(workspace)
     with locate(ws, path, follow_final=False) as loc:
         info = fileops.describe(loc)
+        if info.sha256:
+            seen.saw(loc, sha256=info.sha256)
     mtime = datetime.fromtimestamp(info.mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = [
         f"path: {loc.display}",
@@ -383,14 +400,47 @@ def register(app: FastMCP, services: Services) -> None:
     add_tool(app, bind(rename_path, services), annotations=DESTRUCTIVE, title="Rename path")
 
 
-def _existing_conventions(loc: Located) -> TextDoc | None:
+AGAIN = "read it again, then {then} if it should still go"
+REPLACE = (
+    "read it again and merge your change, or pass expectedSha256={sha} to replace it as it is"
+)
+
+
+def _replacing(loc: Located, expected: str | None) -> bytes | None:
+    """Under the path lock, before a whole-file write: the bytes it replaces, after the
+    `expectedSha256` check when given, else the stale-read guard's."""
+    current = seen.current_bytes(loc)
+    if expected is not None:
+        check_sha(loc.display, current, expected)
+    else:
+        seen.check(loc, current, retry=REPLACE)
+    return current
+
+
+def _guard_move(src: Located, dst: Located, overwrite: bool) -> bytes | None:
+    """Under the path locks: refuse a move of what changed since it was read (and of a
+    destination it replaces); returns the moving file's bytes (None: not a file)."""
+    moving = seen.current_bytes(src)
+    seen.check(src, moving, retry=AGAIN.format(then="move it"), tree=True)
+    if overwrite:
+        seen.check(dst, retry=AGAIN.format(then="replace it"), tree=True)
+    return moving
+
+
+def _moved(src: Located, dst: Located, moving: bytes | None) -> None:
+    seen.wrote(src, None, tree=True)
+    if moving is None:
+        seen.forget(dst)  # a directory: what the session saw under that name is gone
+    else:
+        seen.wrote(dst, moving)
+
+
+def _conventions(loc: Located, current: bytes | None) -> TextDoc | None:
     """The line-ending and BOM conventions of the file being replaced, if it is text."""
-    st = loc.lstat()
-    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > limits.MAX_FILE_BYTES:
+    if current is None:
         return None
     try:
-        data, _ = read_bytes(loc)
-        return decode_text(data, loc.display)
+        return decode_text(current, loc.display)
     except WorkspaceError:
         return None
 

@@ -46,7 +46,7 @@ def grep(
     path: SearchPath = None,
     include: Annotated[
         str | None,
-        Field(description="Glob for file names, e.g. '*.py' or 'src/**/*.{ts,tsx}'."),
+        Field(description="File glob, e.g. '*.py' or 'src/**/*.{ts,tsx}'."),
     ] = None,
     ignoreCase: Annotated[bool, Field(description="Case-insensitive match.")] = False,
     maxResults: Annotated[
@@ -62,8 +62,8 @@ def grep(
 ) -> str:
     """Search file contents: `path:LINE: text` per matching line, then a count.
 
-    Skips binary files, symlinks, .git, node_modules, .cache, .workspace-mcp and
-    (unless noIgnore) .gitignore'd files; searches each file's first {mib} MiB.
+    Skips binary files, symlinks, .git, node_modules, .cache and (unless noIgnore)
+    .gitignore'd files; searches each file's first {mib} MiB.
     """
     ws = services.workspaces.get(workspace)
     query = GrepQuery(

@@ -23,6 +23,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import seen
 from ..containment import Located, locate
 from ..errors import (
     NotFoundError,
@@ -309,6 +310,7 @@ def _remove(ws: Workspace, rel: str, now: State) -> None:
             pass
         except OSError as exc:
             raise _op_error(exc, rel) from None
+        seen.wrote(loc, None)
 
 
 def _create(ws: Workspace, rel: str, want: State, now: State, store: Store) -> None:
@@ -320,7 +322,9 @@ def _create(ws: Workspace, rel: str, want: State, now: State, store: Store) -> N
             elif want["t"] == "l":
                 os.symlink(want["k"], loc.name, dir_fd=loc.dir_fd)
             elif want["t"] == "f":
-                atomic_write(loc, store.get(want["h"], want["s"]), mode=int(want["m"]) & 0o777)
+                data = store.get(want["h"], want["s"])
+                atomic_write(loc, data, mode=int(want["m"]) & 0o777)
+                seen.wrote(loc, data)
             else:
                 raise WorkspaceError(f"{rel}: a {KINDS.get(want['t'], 'file')} cannot be restored")
         except OSError as exc:

@@ -1,0 +1,354 @@
+"""The stale-read guard (issue 34): what each agent session last read or wrote of each
+file, so a write, delete or move cannot silently replace what another session, or
+another program, changed since.
+
+A session's record maps a file (its resolved path below the workspace root) to the
+sha256 of the content the session last saw: read tools call `saw()` with the bytes they
+answered, writes call `wrote()` under the path lock with the bytes they left. `check()`,
+under the same path lock and before anything changes, compares the file now with the
+session's version. A file the session never saw (or has forgotten: records are bounded)
+passes, as before the guard; so does one whose content is unchanged (a touch or a chmod
+is no change). Otherwise StaleError says who changed it (the last writer through the
+server, remembered per file, or "outside the server") and shows what changed: the
+content the session saw is in the checkpoint store whenever a server call replaced it.
+
+Records are small JSON state files under `.workspace-mcp/seen/`, one per session plus
+`writers.json`, updated under their own lock (`seen.lock`, never the journal's) and
+without fsync: a lost record only makes a check pass, as before the guard. Every
+process serving the root (workers, a stdio server beside an HTTP one) reads the same
+files; a process keeps a parsed record until the file's identity changes.
+
+Outside `bind()` (library use, the tools called directly in tests) every function here
+does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import posixpath
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from . import limits, statefiles
+from .checkpoints.store import LostObjectError, Store
+from .containment import Located, locate
+from .editing import unified_diff
+from .errors import WorkspaceError
+from .osflags import DIR_FLAGS
+from .textio import read_bytes
+from .workspaces import Workspace
+
+log = logging.getLogger("agent_workspace_mcp")
+
+UNREAD = object()  # check(): the caller has not read the file; read it if needed
+DIR = "seen"
+WRITERS = "writers.json"
+LOCK = "seen.lock"
+
+
+@dataclass(frozen=True)
+class Agent:
+    """Who a call comes from, as the journal names it."""
+
+    session: str
+    client: str | None = None
+
+    @property
+    def named(self) -> str:
+        return f"session {self.session}" + (f" ({self.client})" if self.client else "")
+
+
+class StaleError(WorkspaceError):
+    """The file changed since this session last read or wrote it."""
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _record_name(session: str) -> str:
+    return hashlib.blake2b(session.encode(), digest_size=10).hexdigest() + ".json"
+
+
+class Records:
+    """One workspace's records (a subpath session shares its workspace's)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws.anchor or ws
+        self._cache: dict[str, tuple[tuple[int, ...] | None, dict[str, Any]]] = {}
+        self._guard = threading.Lock()
+
+    def key(self, loc: Located) -> str:
+        return posixpath.relpath(loc.real_abs, self.ws.root)
+
+    def _read(self, name: str) -> dict[str, Any]:
+        """The parsed record `name` ({} if there is none), re-read only when it changed."""
+        with self._guard:
+            known, value = self._cache.get(name, (None, {}))
+        try:
+            ident, fresh = statefiles.read_json_changed(self.ws, known, DIR, name)
+        except WorkspaceError as exc:
+            log.warning("stale-read guard: %s; starting that record afresh", exc)
+            ident, fresh = None, {}
+        if fresh is statefiles.UNCHANGED:
+            return value
+        value = fresh if isinstance(fresh, dict) else {}
+        with self._guard:
+            self._cache[name] = (ident, value)
+        return value
+
+    def _write(self, name: str, value: dict[str, Any]) -> None:
+        statefiles.write_json(self.ws, value, DIR, name, durable=False)
+        with self._guard:
+            self._cache.pop(name, None)  # the next read takes the new identity
+
+    def versions(self, session: str) -> dict[str, str]:
+        paths = self._read(_record_name(session)).get("paths")
+        return paths if isinstance(paths, dict) else {}
+
+    def writer(self, key: str) -> dict[str, Any] | None:
+        """The last write through the server of `key`, or of a directory above it."""
+        writers = self._read(WRITERS).get("paths")
+        if not isinstance(writers, dict):
+            return None
+        probe = key
+        while probe not in (".", ""):
+            found = writers.get(probe)
+            if isinstance(found, dict) and (probe == key or found.get("h") is None):
+                return found
+            probe = posixpath.dirname(probe)
+        return None
+
+    def update(self, agent: Agent, seen: dict[str, str | None],
+               written: dict[str, str | None] | None = None) -> None:  # fmt: skip
+        """Set (or, with None, forget) what `agent` has seen; record it as the last writer
+        of `written` (None: it removed the file)."""
+        name = _record_name(agent.session)
+        with statefiles.state_lock(self.ws, LOCK):
+            record = dict(self._read(name))
+            paths = dict(record.get("paths") or {})
+            new = not paths and not record
+            for key, value in seen.items():
+                paths.pop(key, None)  # re-inserted last: the dict's order is recency
+                if value is not None:
+                    paths[key] = value
+            while len(paths) > limits.SEEN_PATHS_PER_SESSION:
+                paths.pop(next(iter(paths)))
+            self._write(name, {"session": agent.session, "paths": paths})
+            if written:
+                self._record_writers(agent, written)
+        if new:
+            self._evict_sessions()
+
+    def _record_writers(self, agent: Agent, written: dict[str, str | None]) -> None:
+        record = self._read(WRITERS)
+        paths = dict(record.get("paths") or {})
+        now = time.time()
+        for key, value in written.items():
+            paths.pop(key, None)
+            paths[key] = {"s": agent.session, "c": agent.client, "t": now, "h": value}
+        while len(paths) > limits.SEEN_WRITERS:
+            paths.pop(next(iter(paths)))
+        self._write(WRITERS, {"paths": paths})
+
+    def _evict_sessions(self) -> None:
+        """Keep at most SEEN_SESSIONS session records: the least recently updated go."""
+        try:
+            with statefiles.locate_state(self.ws, DIR) as loc:
+                fd = os.open(loc.name, DIR_FLAGS, dir_fd=loc.dir_fd)
+        except (WorkspaceError, OSError):
+            return
+        try:
+            aged = []
+            for name in os.listdir(fd):
+                if name == WRITERS or not name.endswith(".json"):
+                    continue
+                with contextlib.suppress(OSError):
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    if stat.S_ISREG(st.st_mode):
+                        aged.append((st.st_mtime_ns, name))
+            aged.sort()
+            for _, name in aged[: max(0, len(aged) - limits.SEEN_SESSIONS)]:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=fd)
+                with self._guard:
+                    self._cache.pop(name, None)
+        finally:
+            os.close(fd)
+
+
+_records: dict[str, Records] = {}
+_records_guard = threading.Lock()
+
+
+def records_for(ws: Workspace) -> Records:
+    home = ws.anchor or ws
+    with _records_guard:
+        found = _records.get(home.state_dir)
+        if found is None:
+            found = _records[home.state_dir] = Records(home)
+        return found
+
+
+_bound: ContextVar[tuple[Records, Agent] | None] = ContextVar("agent_workspace_seen", default=None)
+
+
+@contextlib.contextmanager
+def bind(ws: Workspace, agent: Agent) -> Iterator[None]:
+    """Calls inside are `agent`'s: what they read and write is remembered, and checked."""
+    token = _bound.set((records_for(ws), agent))
+    try:
+        yield
+    finally:
+        _bound.reset(token)
+
+
+def _safely(action: str, run) -> None:
+    """A record that cannot be kept never fails the call it describes."""
+    try:
+        run()
+    except WorkspaceError as exc:
+        log.warning("stale-read guard: could not record a %s: %s", action, exc)
+
+
+def saw(loc: Located, data: bytes | None = None, *, sha256: str | None = None) -> None:
+    """The session was shown this file's content (`data`, or its full `sha256`)."""
+    bound = _bound.get()
+    if bound is None:
+        return
+    records, agent = bound
+    key = records.key(loc)
+    value = sha256 if sha256 is not None else digest(data or b"")
+    if records.versions(agent.session).get(key) != value:
+        _safely("read", lambda: records.update(agent, {key: value}))
+
+
+def wrote(loc: Located, data: bytes | None, *, tree: bool = False) -> None:
+    """Under the path lock: the session left `data` here (None: removed it, and with
+    `tree` everything under it)."""
+    bound = _bound.get()
+    if bound is None:
+        return
+    records, agent = bound
+    key = records.key(loc)
+    value = None if data is None else digest(data)
+    seen: dict[str, str | None] = {key: value}
+    if tree:
+        prefix = key + "/"
+        seen.update({k: None for k in records.versions(agent.session) if k.startswith(prefix)})
+    _safely("write", lambda: records.update(agent, seen, {key: value}))
+
+
+def forget(loc: Located) -> None:
+    """The session's view of `loc` and everything under it is gone (a directory moved
+    over it), without naming it the writer of anything."""
+    bound = _bound.get()
+    if bound is None:
+        return
+    records, agent = bound
+    key = records.key(loc)
+    prefix = key + "/"
+    gone: dict[str, str | None] = {
+        k: None for k in records.versions(agent.session) if k == key or k.startswith(prefix)
+    }
+    if gone:
+        _safely("move", lambda: records.update(agent, gone))
+
+
+def check(loc: Located, current: Any = UNREAD, *, retry: str, tree: bool = False) -> None:
+    """Under the path lock, before `loc` changes: refuse if the file (with `tree`, any
+    file the session saw under it) is no longer what this session last read or wrote.
+    `current` is the file's content now if the caller has read it (None: there is none);
+    `{sha}` in `retry` becomes the sha256 prefix it has now."""
+    bound = _bound.get()
+    if bound is None:
+        return
+    records, agent = bound
+    key = records.key(loc)
+    versions = records.versions(agent.session)
+    prefix = key + "/"
+    for seen_key, seen_digest in list(versions.items()):
+        if seen_key == key:
+            now = current_bytes(loc) if current is UNREAD else current
+            shown = loc.display
+        elif tree and seen_key.startswith(prefix):
+            now = _content(records.ws, seen_key)
+            shown = seen_key
+        else:
+            continue
+        now_digest = None if now is None else digest(now)
+        if now_digest == seen_digest:
+            continue
+        last = records.writer(seen_key)
+        if last is not None and last.get("s") == agent.session and last.get("h") == now_digest:
+            continue  # this session's own change, recorded by another of its processes
+        retry = retry.replace("{sha}", (now_digest or "")[: limits.SHA_SHOWN])
+        raise StaleError(_refusal(records, shown, seen_digest, now, now_digest, last, retry))
+
+
+def current_bytes(loc: Located) -> bytes | None:
+    """The bytes of the regular file at `loc` (None: no file, or not one that is read)."""
+    st = loc.lstat()
+    if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > limits.MAX_FILE_BYTES:
+        return None
+    try:
+        data, _ = read_bytes(loc)
+    except WorkspaceError:
+        return None
+    return data
+
+
+def _content(ws: Workspace, key: str) -> bytes | None:
+    try:
+        with locate(ws, key) as loc:
+            return current_bytes(loc)
+    except WorkspaceError:
+        return None
+
+
+def _ago(then: float) -> str:
+    seconds = max(0, int(time.time() - then))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    return f"{seconds // 3600} h ago"
+
+
+def _refusal(records: Records, shown: str, seen_digest: str, now: bytes | None,
+             now_digest: str | None, last: dict[str, Any] | None, retry: str) -> str:  # fmt: skip
+    if last is not None and last.get("h") == now_digest:
+        who = "session " + str(last.get("s"))
+        if last.get("c"):
+            who += f" ({last['c']})"
+        by = f"by {who}, {_ago(float(last.get('t') or 0))}"
+    else:
+        by = "outside the server (an editor, a command or another program)"
+    retry = retry[:1].upper() + retry[1:]
+    if now is None:
+        return f"{shown} was deleted since this session last read it, {by}. {retry}."
+    head = f"{shown} changed since this session last read or wrote it, {by}. {retry}."
+    return head + _what_changed(records, shown, seen_digest, now)
+
+
+def _what_changed(records: Records, shown: str, seen_digest: str, now: bytes) -> str:
+    """The change as a short diff, when the content the session saw is still kept."""
+    if len(now) > limits.CONSOLE_DIFF_MAX_BYTES:
+        return ""  # difflib on megabytes takes seconds; the refusal names the file anyway
+    try:
+        before = Store(records.ws).get(seen_digest, limits.CONSOLE_DIFF_MAX_BYTES)
+        old, new = before.decode("utf-8"), now.decode("utf-8")
+    except (LostObjectError, WorkspaceError):
+        return ""
+    except UnicodeDecodeError:
+        return f" What changed: binary, {len(before)} -> {len(now)} bytes."
+    diff = unified_diff(old, new, shown, max_lines=limits.STALE_DIFF_LINES)
+    return f"\nWhat changed:\n{diff}"
