@@ -11,7 +11,10 @@ import errno
 
 
 class WorkspaceError(Exception):
-    """Base class: a failure the caller can act on. `str(exc)` is the whole message."""
+    """Base class: a failure the caller can act on. `str(exc)` is the whole message;
+    `detail`, rarely set, is lines shown after it (the stale-read guard's diff)."""
+
+    detail: str = ""
 
 
 class ConfigError(WorkspaceError):

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import activity
+from . import activity, seen
 from .checkpoints.recorder import Recorder, new_entry_id
 from .checkpoints.store import Store
 from .memory import Memory, now_iso
@@ -58,7 +58,8 @@ def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool)
     try:  # one lock for the checkpoint line and the journal entry
         with state_lock(ws):
             if checkpoints:
-                call.recorder.finish(call.tool, ts, change, locked=True, by=subject)
+                call.recorder.finish(call.tool, ts, change, locked=True, by=subject,
+                                     who=_who(call.extra))  # fmt: skip
             memory.record(
                 ws, call.tool, paths=act.paths, detail=act.detail, result=result,
                 change=change or "", entry_id=call.id, ts=ts, locked=True, by=subject,
@@ -66,6 +67,13 @@ def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool)
             )  # fmt: skip
     except Exception as exc:  # best effort: never changes the answer
         log.warning("journal write failed in %s: %s", ws.name, exc)
+
+
+def _who(extra: dict[str, Any]) -> str | None:
+    session, client = extra.get("session"), extra.get("client")
+    if not session:
+        return None
+    return f"session {session}" + (f", {client}" if client else "")
 
 
 @contextlib.contextmanager
@@ -87,9 +95,13 @@ def journaled(
     subject: str | None,
     checkpoints: bool = True,
 ) -> Iterator[Call]:
-    """A whole journaled call in synchronous code (the console's actions): an exception
-    is recorded as the call's error and raised on."""
-    with capturing(ws, tool, store, checkpoints=checkpoints) as call:
+    """A whole journaled call in synchronous code (the console's actions, made as
+    `seen.OPERATOR`): an exception is recorded as the call's error and raised on."""
+    with (
+        capturing(ws, tool, store, checkpoints=checkpoints) as call,
+        seen.bind(ws, seen.OPERATOR),
+    ):
+        call.extra = {"session": seen.OPERATOR.session, "client": seen.OPERATOR.client}
         try:
             yield call
         except Exception as exc:

@@ -40,6 +40,7 @@ from typing import Any
 from . import limits, statefiles
 from .checkpoints.store import LostObjectError, Store
 from .containment import Located, locate
+from .echo import bounded
 from .editing import unified_diff
 from .errors import WorkspaceError
 from .osflags import DIR_FLAGS
@@ -66,12 +67,23 @@ class Agent:
         return f"session {self.session}" + (f" ({self.client})" if self.client else "")
 
 
+# The console's actions: the operator's undo or restore is a change like an agent's.
+OPERATOR = Agent("operator", "console")
+
+
 class StaleError(WorkspaceError):
     """The file changed since this session last read or wrote it."""
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _when(record: Any) -> float:
+    try:
+        return float(record.get("t") or 0)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def _record_name(session: str) -> str:
@@ -115,17 +127,20 @@ class Records:
         return paths if isinstance(paths, dict) else {}
 
     def writer(self, key: str) -> dict[str, Any] | None:
-        """The last write through the server of `key`, or of a directory above it."""
+        """The last write through the server of `key`, or removal of a directory above it,
+        whichever came last."""
         writers = self._read(WRITERS).get("paths")
         if not isinstance(writers, dict):
             return None
+        latest: dict[str, Any] | None = None
         probe = key
         while probe not in (".", ""):
             found = writers.get(probe)
-            if isinstance(found, dict) and (probe == key or found.get("h") is None):
-                return found
+            applies = isinstance(found, dict) and (probe == key or found.get("h") is None)
+            if applies and (latest is None or _when(found) > _when(latest)):
+                latest = found
             probe = posixpath.dirname(probe)
-        return None
+        return latest
 
     def update(self, agent: Agent, seen: dict[str, str | None],
                written: dict[str, str | None] | None = None) -> None:  # fmt: skip
@@ -290,8 +305,11 @@ def check(loc: Located, current: Any = UNREAD, *, retry: str, tree: bool = False
         last = records.writer(seen_key)
         if last is not None and last.get("s") == agent.session and last.get("h") == now_digest:
             continue  # this session's own change, recorded by another of its processes
-        retry = retry.replace("{sha}", (now_digest or "")[: limits.SHA_SHOWN])
-        raise StaleError(_refusal(records, shown, seen_digest, now, now_digest, last, retry))
+        retry = retry.replace("{sha}", (now_digest or digest(b""))[: limits.SHA_SHOWN])
+        error = StaleError(_refusal(shown, now, now_digest, last, retry))
+        if now is not None:
+            error.detail = _what_changed(records, shown, seen_digest, now)
+        raise error
 
 
 def current_bytes(loc: Located) -> bytes | None:
@@ -323,20 +341,20 @@ def _ago(then: float) -> str:
     return f"{seconds // 3600} h ago"
 
 
-def _refusal(records: Records, shown: str, seen_digest: str, now: bytes | None,
-             now_digest: str | None, last: dict[str, Any] | None, retry: str) -> str:  # fmt: skip
+def _refusal(shown: str, now: bytes | None, now_digest: str | None,
+             last: dict[str, Any] | None, retry: str) -> str:  # fmt: skip
     if last is not None and last.get("h") == now_digest:
-        who = "session " + str(last.get("s"))
-        if last.get("c"):
-            who += f" ({last['c']})"
-        by = f"by {who}, {_ago(float(last.get('t') or 0))}"
+        if last.get("s") == OPERATOR.session and last.get("c") == OPERATOR.client:
+            who = "the operator in the console"
+        else:
+            who = "session " + str(last.get("s")) + (f" ({last['c']})" if last.get("c") else "")
+        by = f"by {who}, {_ago(_when(last))}"
     else:
         by = "outside the server (an editor, a command or another program)"
     retry = retry[:1].upper() + retry[1:]
     if now is None:
         return f"{shown} was deleted since this session last read it, {by}. {retry}."
-    head = f"{shown} changed since this session last read or wrote it, {by}. {retry}."
-    return head + _what_changed(records, shown, seen_digest, now)
+    return f"{shown} changed since this session last read or wrote it, {by}. {retry}."
 
 
 def _what_changed(records: Records, shown: str, seen_digest: str, now: bytes) -> str:
@@ -349,6 +367,6 @@ def _what_changed(records: Records, shown: str, seen_digest: str, now: bytes) ->
     except (LostObjectError, WorkspaceError):
         return ""
     except UnicodeDecodeError:
-        return f" What changed: binary, {len(before)} -> {len(now)} bytes."
+        return f"What changed: binary, {len(before)} -> {len(now)} bytes."
     diff = unified_diff(old, new, shown, max_lines=limits.STALE_DIFF_LINES)
-    return f"\nWhat changed:\n{diff}"
+    return bounded(f"What changed:\n{diff}", limits.STALE_DIFF_CHARS)

@@ -60,6 +60,8 @@ def expected_failure(exc: ToolError) -> str | None:
     OSError's description), or None when `exc` is something else."""
     cause = exc.__cause__
     if isinstance(cause, WorkspaceError):
+        if cause.detail:
+            return one_line(str(cause)) + "\n" + wire_safe(cause.detail)
         return one_line(str(cause))
     if isinstance(cause, OSError):
         return one_line(describe_os_error(cause))

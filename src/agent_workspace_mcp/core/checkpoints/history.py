@@ -38,6 +38,12 @@ class Entry:
     undone: bool = False
     damaged: str | None = None  # why its line cannot be used (planted or damaged)
     by: str | None = None  # the authenticated subject that made the call (HTTP)
+    who: str | None = None  # its session and client, as refusals name them
+
+    @property
+    def named(self) -> str:
+        """The call and, when recorded, who made it: `#id tool (session S, client)`."""
+        return f"{self.label} ({self.who})" if self.who else self.label
 
     @property
     def is_undo(self) -> bool:
@@ -124,6 +130,7 @@ class History:
             paths=paths,
             damaged=problem,
             by=line.get("by") if isinstance(line.get("by"), str) else None,
+            who=line.get("who") if isinstance(line.get("who"), str) else None,
         )
 
     def _mark_undone(self) -> None:
@@ -242,8 +249,8 @@ class History:
                         and not same(after, before)
                     ):
                         plan.blocked.append(
-                            f"{rel} was also changed by {entry.label}, which is not in this "
-                            "range; undo that first or pass to="
+                            f"{rel} was also changed by {entry.named}, which is not in "
+                            "this range; undo that first, pass to=, or force=true"
                         )
         return plan
 

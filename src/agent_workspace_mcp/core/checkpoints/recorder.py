@@ -109,9 +109,11 @@ class Recorder:
         log.warning("checkpoint for %s failed in %s: %s", self.id, self.ws.name, exc)
 
     def finish(
-        self, tool: str, ts: str, change: str | None, *, locked: bool = False, by: str | None = None
+        self, tool: str, ts: str, change: str | None, *, locked: bool = False,
+        by: str | None = None, who: str | None = None,
     ) -> dict[str, Any] | None:
-        """Record what the call left and append its index line (None if that failed)."""
+        """Record what the call left and append its index line (None if that failed);
+        `who` names the session and client, for refusals that name the other agent."""
         try:
             after: dict[str, State] = {}
             for rel, recursive in self.roots:
@@ -127,6 +129,8 @@ class Recorder:
                 line["change"] = change
             if by:
                 line["by"] = by
+            if who:
+                line["who"] = who
             if self.cmd:
                 line["cmd"] = True
             if self.reverts is not None:
