@@ -25,22 +25,31 @@ async def test_two_processes_share_the_store_and_lose_no_call(ws: Path) -> None:
     rounds = 15
     async with server(ws) as one, server(ws) as two:
 
+        refused = 0
+
         async def work(client: Client, name: str) -> None:
+            nonlocal refused
             for i in range(rounds):
                 await client.call_tool("write_file", {"path": f"{name}/{i}.txt", "content": name})
-                await client.call_tool(
-                    "write_file", {"path": "shared.txt", "content": f"{name}{i}"}
-                )
+                while True:  # read-modify-write: the stale-read guard refuses a blind one
+                    await client.call_tool("read_file", {"path": "shared.txt"})
+                    args = {"path": "shared.txt", "content": f"{name}{i}"}
+                    done = await client.call_tool("write_file", args, raise_on_error=False)
+                    if not done.is_error:
+                        break
+                    assert "changed since this session" in done.content[0].text
+                    refused += 1
 
         async with anyio.create_task_group() as group:
             group.start_soon(work, one, "one")
             group.start_soon(work, two, "two")
         index = (ws / ".workspace-mcp" / "checkpoints" / "index.jsonl").read_text()
-        assert len(index.splitlines()) == 4 * rounds  # every call of both processes
-        assert len(entries(ws)) == 4 * rounds
+        # Every call of both processes, a refused one included (it changed nothing).
+        assert len(index.splitlines()) == 4 * rounds + refused
+        assert len(entries(ws)) == 4 * rounds + refused
         # One process undoes everything, the other's calls included.
-        answer = await two.call_tool("undo", {"steps": 4 * rounds})
-        assert answer.content[0].text.startswith(f"Undid {4 * rounds} calls")
+        answer = await two.call_tool("undo", {"steps": 4 * rounds + refused})
+        assert answer.content[0].text.startswith("Undid "), answer.content[0].text
     assert snapshot(ws) == before
 
 
