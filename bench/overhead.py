@@ -9,6 +9,8 @@ machine:
   write path with `os.fsync` as a no-op), so durability is reported as its own figure;
 - checkpoints: the same `write_file` in-process with and without its checkpoint
   (`checkpoints=False`), alternating, new content every call;
+- the stale-read guard: the same read_file + write_file in-process with the guard's
+  binding on and replaced by a no-op, alternating call by call;
 - tools/list: bytes of the JSON result, per tool, and where they go.
 
     python bench/overhead.py [--calls 400] [--json bench/results/overhead.json]
@@ -141,6 +143,49 @@ async def checkpoint_cost(root: Path, calls: int) -> dict:
     }
 
 
+async def guard_cost(root: Path, calls: int) -> dict:
+    """The stale-read guard (issue 34): a read_file then a write_file of new content,
+    with the guard bound (it records the read, checks and records the write) and with its
+    binding a no-op, alternating, in one in-process server."""
+    import contextlib
+
+    from agent_workspace_mcp import Settings, create_server
+    from agent_workspace_mcp.middleware import seen as stage
+
+    (root / "guard").mkdir()
+    server = create_server(Settings(root=str(root / "guard"), audit=False))
+    real = stage.seen.bind
+    samples: dict[str, list[float]] = {"on": [], "off": []}
+    writes: dict[str, list[float]] = {"on": [], "off": []}
+    async with Client(server) as client:
+        await client.call_tool("write_file", {"path": "g.txt", "content": TEN_KB})
+        try:
+            for i in range(calls + 30):
+                for mode in ("on", "off"):
+                    stage.seen.bind = (
+                        real
+                        if mode == "on"
+                        # type: ignore[assignment]
+                        else (lambda ws, agent: contextlib.nullcontext())
+                    )
+                    started = time.perf_counter()
+                    await client.call_tool("read_file", {"path": "g.txt"})
+                    between = time.perf_counter()
+                    await client.call_tool(
+                        "write_file", {"path": "g.txt", "content": f"{i}{mode}\n{TEN_KB}"}
+                    )
+                    done = time.perf_counter()
+                    if i >= 30:
+                        samples[mode].append((done - started) * 1000)
+                        writes[mode].append((done - between) * 1000)
+        finally:
+            stage.seen.bind = real  # type: ignore[assignment]
+    on, off = statistics.median(samples["on"]), statistics.median(samples["off"])
+    w_on, w_off = statistics.median(writes["on"]), statistics.median(writes["off"])
+    return {"pair_on_ms": on, "pair_off_ms": off, "pair_ratio": on / off,
+            "write_on_ms": w_on, "write_off_ms": w_off, "write_ratio": w_on / w_off}  # fmt: skip
+
+
 async def tools_list(root: Path) -> dict:
     async with stdio([sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]) as c:
         result = await c.list_tools_mcp()
@@ -179,6 +224,7 @@ async def run(calls: int) -> dict:
             "per_call": await per_call(root, calls),
             "durability": await durability(root, calls // 2),
             "checkpoint": await checkpoint_cost(root, calls // 2),
+            "guard": await guard_cost(root, calls // 2),
             "tools_list": await tools_list(root),
         }
 
@@ -203,6 +249,13 @@ def main() -> int:
         f"{c['without_ms']:.2f} ms without ({c['ratio']:.2f}x); delete_path of 100 files: "
         f"{c['delete_tree_with_ms']:.1f} ms with, {c['delete_tree_without_ms']:.1f} ms "
         f"without ({c['delete_tree_ratio']:.2f}x)"
+    )
+    g = results["guard"]
+    print(
+        f"stale-read guard in-process: read_file + write_file {g['pair_on_ms']:.2f} ms with, "
+        f"{g['pair_off_ms']:.2f} ms without ({g['pair_ratio']:.2f}x); the write alone "
+        f"{g['write_on_ms']:.2f} ms with, {g['write_off_ms']:.2f} ms without "
+        f"({g['write_ratio']:.2f}x)"
     )
     t = results["tools_list"]
     print(

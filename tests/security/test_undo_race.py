@@ -45,6 +45,9 @@ async def race(writer: Client, undoer: Client) -> list[str]:
     async def write() -> None:
         for i in range(WRITES):
             content = f"write {i}\n"
+            # Read first, as an agent does: a blind write over the other process's undo is
+            # refused by the stale-read guard (issue 34), which is not what is raced here.
+            await writer.call_tool("read_file", {"path": "f.txt"}, raise_on_error=False)
             answer = Answer(
                 await writer.call_tool(
                     "write_file", {"path": "f.txt", "content": content}, raise_on_error=False
