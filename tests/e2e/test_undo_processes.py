@@ -24,7 +24,6 @@ async def test_two_processes_share_the_store_and_lose_no_call(ws: Path) -> None:
     before = snapshot(ws)
     rounds = 15
     async with server(ws) as one, server(ws) as two:
-
         refused = 0
 
         async def work(client: Client, name: str) -> None:

@@ -68,7 +68,9 @@ async def test_a_write_over_another_agents_change_is_refused_naming_it(
     async with agent(served, ALICE, "alice-agent") as alice, agent(served, BOB, "bob-agent") as bob:
         await text(alice, "read_file", path=path)
         await text(bob, "read_file", path=path)
-        assert (await text(bob, "write_file", path=path, content="one\nBOB\n")).startswith("Updated")
+        assert (await text(bob, "write_file", path=path, content="one\nBOB\n")).startswith(
+            "Updated"
+        )
         refused = await text(alice, "write_file", path=path, content="one\ntwo\nALICE\n")
         log = [json.loads(x) for x in (served.root / ".workspace-mcp/journal.jsonl").open()]  # type: ignore[attr-defined]
         bob_session = next(e["session"] for e in log if e.get("client") == "bob-agent")
@@ -250,7 +252,9 @@ async def test_a_damaged_record_costs_only_the_memory(tmp_path: Path) -> None:
         assert again.content[0].text.startswith("f.txt changed since")
 
 
-async def test_a_planted_link_in_the_records_is_never_followed(tmp_path: Path, outside: Path) -> None:
+async def test_a_planted_link_in_the_records_is_never_followed(
+    tmp_path: Path, outside: Path
+) -> None:
     target = outside / "victim.json"
     target.write_text("keep\n")
     (tmp_path / "f.txt").write_text("one\n")

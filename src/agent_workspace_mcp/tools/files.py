@@ -401,9 +401,7 @@ def register(app: FastMCP, services: Services) -> None:
 
 
 AGAIN = "read it again, then {then} if it should still go"
-REPLACE = (
-    "read it again and merge your change, or pass expectedSha256={sha} to replace it as it is"
-)
+REPLACE = "read it again and merge your change, or pass expectedSha256={sha} to replace it as it is"
 
 
 def _replacing(loc: Located, expected: str | None) -> bytes | None:

@@ -109,8 +109,14 @@ class Recorder:
         log.warning("checkpoint for %s failed in %s: %s", self.id, self.ws.name, exc)
 
     def finish(
-        self, tool: str, ts: str, change: str | None, *, locked: bool = False,
-        by: str | None = None, who: str | None = None,
+        self,
+        tool: str,
+        ts: str,
+        change: str | None,
+        *,
+        locked: bool = False,
+        by: str | None = None,
+        who: str | None = None,
     ) -> dict[str, Any] | None:
         """Record what the call left and append its index line (None if that failed);
         `who` names the session and client, for refusals that name the other agent."""
