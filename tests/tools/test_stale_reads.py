@@ -232,7 +232,8 @@ async def test_the_memory_is_bounded(tmp_path: Path, monkeypatch) -> None:
     names = sorted(p.name for p in (tmp_path / ".workspace-mcp/seen").iterdir())
     assert len([n for n in names if n != "writers.json"]) == 2
     assert records.versions("s3") == {"k": "0" * 64} and records.versions("s1") == {}
-    writers = json.loads((tmp_path / ".workspace-mcp/seen/writers.json").read_text())
+    framed = (tmp_path / ".workspace-mcp/seen/writers.json").read_text()
+    writers = json.loads(framed.split("\n", 1)[1])  # after the awm1 length/digest line
     assert len(writers["paths"]) <= limits.SEEN_WRITERS
 
 

@@ -13,10 +13,12 @@ server, remembered per file, or "outside the server") and shows what changed: th
 content the session saw is in the checkpoint store whenever a server call replaced it.
 
 Records are small JSON state files under `.workspace-mcp/seen/`, one per session plus
-`writers.json`, updated under their own lock (`seen.lock`, never the journal's) and
-without fsync: a lost record only makes a check pass, as before the guard. Every
-process serving the root (workers, a stdio server beside an HTTP one) reads the same
-files; a process keeps a parsed record until the file's identity changes.
+`writers.json`, rewritten in place under their own lock (`seen.lock`, never the
+journal's) and without fsync, framed so that a read racing a write is recognised and
+done again under the lock (statefiles.read_framed); a lost or damaged record only makes
+a check pass, as before the guard. Every process serving the root (workers, a stdio
+server beside an HTTP one) reads the same files; a process parses a record again only
+when its bytes changed.
 
 Outside `bind()` (library use, the tools called directly in tests) every function here
 does nothing.
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import os
 import posixpath
@@ -95,32 +98,47 @@ class Records:
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws.anchor or ws
-        self._cache: dict[str, tuple[tuple[int, ...] | None, dict[str, Any]]] = {}
+        self._cache: dict[str, tuple[str, dict[str, Any]]] = {}  # name: (digest, parsed)
         self._guard = threading.Lock()
 
     def key(self, loc: Located) -> str:
         return posixpath.relpath(loc.real_abs, self.ws.root)
 
-    def _read(self, name: str) -> dict[str, Any]:
-        """The parsed record `name` ({} if there is none), re-read only when it changed."""
-        with self._guard:
-            known, value = self._cache.get(name, (None, {}))
+    def _read(self, name: str, *, locked: bool = False) -> dict[str, Any]:
+        """The parsed record `name` ({} if there is none), parsed again only when its
+        bytes changed. A read that met a write in progress is done again under the lock."""
         try:
-            ident, fresh = statefiles.read_json_changed(self.ws, known, DIR, name)
+            found = statefiles.read_framed(self.ws, DIR, name)
+        except statefiles.TornRecordError as exc:
+            if not locked:
+                with statefiles.state_lock(self.ws, LOCK):
+                    return self._read(name, locked=True)
+            log.warning("stale-read guard: %s; starting that record afresh", exc)
+            return {}
         except WorkspaceError as exc:
             log.warning("stale-read guard: %s; starting that record afresh", exc)
-            ident, fresh = None, {}
-        if fresh is statefiles.UNCHANGED:
-            return value
-        value = fresh if isinstance(fresh, dict) else {}
+            return {}
+        if found is None:
+            return {}
+        tag, payload = found
         with self._guard:
-            self._cache[name] = (ident, value)
+            cached = self._cache.get(name)
+        if cached is not None and cached[0] == tag:
+            return cached[1]
+        try:
+            value = json.loads(payload)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            log.warning("stale-read guard: %s/%s is not a record; starting it afresh", DIR, name)
+            value = {}
+        with self._guard:
+            self._cache[name] = (tag, value)
         return value
 
     def _write(self, name: str, value: dict[str, Any]) -> None:
-        statefiles.write_json(self.ws, value, DIR, name, durable=False)
-        with self._guard:
-            self._cache.pop(name, None)  # the next read takes the new identity
+        """Under LOCK: rewrite the record in place (see statefiles.write_framed)."""
+        statefiles.write_framed(self.ws, statefiles.dumps(value).encode("utf-8"), DIR, name)
 
     def versions(self, session: str) -> dict[str, str]:
         paths = self._read(_record_name(session)).get("paths")
@@ -148,7 +166,7 @@ class Records:
         of `written` (None: it removed the file)."""
         name = _record_name(agent.session)
         with statefiles.state_lock(self.ws, LOCK):
-            record = dict(self._read(name))
+            record = dict(self._read(name, locked=True))
             paths = dict(record.get("paths") or {})
             new = not paths and not record
             for key, value in seen.items():
@@ -164,7 +182,7 @@ class Records:
             self._evict_sessions()
 
     def _record_writers(self, agent: Agent, written: dict[str, str | None]) -> None:
-        record = self._read(WRITERS)
+        record = self._read(WRITERS, locked=True)
         paths = dict(record.get("paths") or {})
         now = time.time()
         for key, value in written.items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -33,7 +34,13 @@ from typing import Any
 
 from . import limits
 from .containment import Located, locate, parts_below
-from .errors import NotFoundError, OutsideWorkspaceError, TooLargeError, WorkspaceError
+from .errors import (
+    NotFoundError,
+    OutsideWorkspaceError,
+    TooLargeError,
+    WorkspaceError,
+    describe_os_error,
+)
 from .flock import LockBusyError, flock_bounded
 from .limits import MAX_FILE_BYTES, MIB, STATE_DIR_NAME, STATE_READ_BYTES
 from .osflags import NOFOLLOW_NONBLOCK
@@ -320,43 +327,61 @@ def read_json(ws: Workspace, *parts: str) -> Any:
         ) from None
 
 
-# What read_json_changed answers when the file is the one the caller already parsed.
-UNCHANGED = object()
+# Framed records: small state files rewritten in place (an atomic rename costs ~0.3 ms
+# on ext4, an in-place write ~5 us) by holders of a lock, read without it. The first
+# line carries the payload's length and digest, so a read that races a write (or a
+# torn write after a crash) is recognised as such, never parsed as something else.
+_FRAME = re.compile(rb"\Aawm1 ([0-9a-f]{32}) ([0-9]{1,9})\n")
 
 
-def read_json_changed(ws: Workspace, known: tuple[int, ...] | None, *parts: str
-                      ) -> tuple[tuple[int, ...] | None, Any]:  # fmt: skip
-    """(identity, parsed JSON) of a state file, or (identity, UNCHANGED) when its identity
-    (inode, size, mtime, ctime: it is only ever replaced whole) is `known`; (None, None)
-    if it is missing. A corrupt file is a one-sentence WorkspaceError naming it."""
+class TornRecordError(WorkspaceError):
+    """A framed record's payload does not match its header (mid-write or damaged)."""
+
+
+def read_framed(ws: Workspace, *parts: str) -> tuple[str, bytes] | None:
+    """(digest, payload) of a framed record, None if it does not exist; TornRecordError
+    if it is being written or damaged (read it again under the writers' lock)."""
     with _existing(ws, *parts) as loc:
-        if loc is None:
-            return None, None
-        st = loc.lstat()
-        if st is None:
-            return None, None
-        ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        if ident == known:
-            return ident, UNCHANGED
-        data = _read_state(loc)
-    if data is None:
-        return None, None
+        data = None if loc is None else _read_state(loc)
+    if data is None or data == b"":
+        return None
+    head = _FRAME.match(data)
+    payload = data[head.end() :] if head else b""
+    if head is None or len(payload) != int(head[2]) or _frame_digest(payload) != head[1]:
+        raise TornRecordError(f"{STATE_DIR_NAME}/{'/'.join(parts)} is damaged")
+    return head[1].decode(), payload
+
+
+def write_framed(ws: Workspace, payload: bytes, *parts: str) -> None:
+    """Rewrite a framed record in place; the caller holds the lock its writers share."""
+    data = b"awm1 %s %d\n" % (_frame_digest(payload), len(payload)) + payload
+    with locate_state(ws, *parts, create_parents=True) as loc:
+        fd = open_state(loc, os.O_RDWR, create=True)
+    assert fd is not None
     try:
-        return ident, json.loads(data)
-    except ValueError:
-        raise WorkspaceError(
-            f"{STATE_DIR_NAME}/{'/'.join(parts)} is corrupted (not valid JSON)"
-        ) from None
+        view, offset = memoryview(data), 0
+        while offset < len(data):
+            offset += os.pwrite(fd, view[offset:], offset)
+        os.ftruncate(fd, len(data))
+    except OSError as exc:
+        shown = f"{STATE_DIR_NAME}/{'/'.join(parts)}"
+        raise WorkspaceError(describe_os_error(exc, shown)) from None
+    finally:
+        os.close(fd)
 
 
-def _replace(loc: Located, data: bytes, durable: bool = True) -> None:
+def _frame_digest(payload: bytes) -> bytes:
+    return hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
+
+
+def _replace(loc: Located, data: bytes) -> None:
     """Atomic replace; whatever unsafe thing sits at the name is discarded first."""
     st = loc.lstat()
     if st is not None and not stat.S_ISDIR(st.st_mode):
         problem = "a symlink" if stat.S_ISLNK(st.st_mode) else _unsafe(st)
         if problem:
             _discard(loc, problem)
-    atomic_write(loc, data, durable=durable)
+    atomic_write(loc, data)
 
 
 # Characters a JSON state line must not hold raw: U+2028/U+2029 are legal JSON, but
@@ -373,11 +398,10 @@ def dumps(value: Any, indent: int | None = None) -> str:
     return _UNSAFE_IN_LINES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def write_json(ws: Workspace, value: Any, *parts: str, durable: bool = True) -> None:
-    """`durable=False` skips the fsyncs, for records whose loss costs only a refusal."""
-    data = (dumps(value, indent=None if not durable else 2) + "\n").encode("utf-8")
+def write_json(ws: Workspace, value: Any, *parts: str) -> None:
+    data = (dumps(value, indent=2) + "\n").encode("utf-8")
     with locate_state(ws, *parts, create_parents=True) as loc:
-        _replace(loc, data, durable)
+        _replace(loc, data)
 
 
 def write_text(ws: Workspace, text: str, *parts: str) -> None:
