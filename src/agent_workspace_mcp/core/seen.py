@@ -104,15 +104,22 @@ class Records:
     def key(self, loc: Located) -> str:
         return posixpath.relpath(loc.real_abs, self.ws.root)
 
-    def _read(self, name: str, *, locked: bool = False) -> dict[str, Any]:
+    def _read(self, name: str, *, at: Located | None = None) -> dict[str, Any]:
         """The parsed record `name` ({} if there is none), parsed again only when its
-        bytes changed. A read that met a write in progress is done again under the lock."""
+        bytes changed. `at`: the record, located, by a caller holding LOCK; without it a
+        read that met a write in progress is done again under the lock."""
         try:
-            found = statefiles.read_framed(self.ws, DIR, name)
+            if at is not None:
+                found = statefiles.read_framed_at(at)
+            else:
+                found = statefiles.read_framed(self.ws, DIR, name)
         except statefiles.TornRecordError as exc:
-            if not locked:
-                with statefiles.state_lock(self.ws, LOCK):
-                    return self._read(name, locked=True)
+            if at is None:
+                with (
+                    statefiles.state_lock(self.ws, LOCK),
+                    statefiles.locate_state(self.ws, DIR, name, create_parents=True) as loc,
+                ):
+                    return self._read(name, at=loc)
             log.warning("stale-read guard: %s; starting that record afresh", exc)
             return {}
         except WorkspaceError as exc:
@@ -136,9 +143,10 @@ class Records:
             self._cache[name] = (tag, value)
         return value
 
-    def _write(self, name: str, value: dict[str, Any]) -> None:
-        """Under LOCK: rewrite the record in place (see statefiles.write_framed)."""
-        statefiles.write_framed(self.ws, statefiles.dumps(value).encode("utf-8"), DIR, name)
+    @staticmethod
+    def _write(at: Located, value: dict[str, Any]) -> None:
+        """Under LOCK: rewrite the record in place (see statefiles.write_framed_at)."""
+        statefiles.write_framed_at(at, statefiles.dumps(value).encode("utf-8"))
 
     def versions(self, session: str) -> dict[str, str]:
         paths = self._read(_record_name(session)).get("paths")
@@ -165,8 +173,11 @@ class Records:
         """Set (or, with None, forget) what `agent` has seen; record it as the last writer
         of `written` (None: it removed the file)."""
         name = _record_name(agent.session)
-        with statefiles.state_lock(self.ws, LOCK):
-            record = dict(self._read(name, locked=True))
+        with (
+            statefiles.state_lock(self.ws, LOCK),
+            statefiles.locate_state(self.ws, DIR, name, create_parents=True) as at,
+        ):
+            record = dict(self._read(name, at=at))
             paths = dict(record.get("paths") or {})
             new = not paths and not record
             for key, value in seen.items():
@@ -175,14 +186,14 @@ class Records:
                     paths[key] = value
             while len(paths) > limits.SEEN_PATHS_PER_SESSION:
                 paths.pop(next(iter(paths)))
-            self._write(name, {"session": agent.session, "paths": paths})
+            self._write(at, {"session": agent.session, "paths": paths})
             if written:
-                self._record_writers(agent, written)
+                self._record_writers(agent, written, statefiles.sibling(at, WRITERS))
         if new:
             self._evict_sessions()
 
-    def _record_writers(self, agent: Agent, written: dict[str, str | None]) -> None:
-        record = self._read(WRITERS, locked=True)
+    def _record_writers(self, agent: Agent, written: dict[str, str | None], at: Located) -> None:
+        record = self._read(WRITERS, at=at)
         paths = dict(record.get("paths") or {})
         now = time.time()
         for key, value in written.items():
@@ -190,7 +201,7 @@ class Records:
             paths[key] = {"s": agent.session, "c": agent.client, "t": now, "h": value}
         while len(paths) > limits.SEEN_WRITERS:
             paths.pop(next(iter(paths)))
-        self._write(WRITERS, {"paths": paths})
+        self._write(at, {"paths": paths})
 
     def _evict_sessions(self) -> None:
         """Keep at most SEEN_SESSIONS session records: the least recently updated go."""

@@ -21,6 +21,7 @@ The file tools cannot write under `.workspace-mcp/` at all (containment's write 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import fcntl
 import hashlib
@@ -342,21 +343,26 @@ def read_framed(ws: Workspace, *parts: str) -> tuple[str, bytes] | None:
     """(digest, payload) of a framed record, None if it does not exist; TornRecordError
     if it is being written or damaged (read it again under the writers' lock)."""
     with _existing(ws, *parts) as loc:
-        data = None if loc is None else _read_state(loc)
+        return None if loc is None else read_framed_at(loc)
+
+
+def read_framed_at(loc: Located) -> tuple[str, bytes] | None:
+    """read_framed() of a located record (one walk serves a directory's records)."""
+    data = _read_state(loc)
     if data is None or data == b"":
         return None
     head = _FRAME.match(data)
     payload = data[head.end() :] if head else b""
     if head is None or len(payload) != int(head[2]) or _frame_digest(payload) != head[1]:
-        raise TornRecordError(f"{STATE_DIR_NAME}/{'/'.join(parts)} is damaged")
+        raise TornRecordError(f"{STATE_DIR_NAME}/.../{loc.name} is damaged")
     return head[1].decode(), payload
 
 
-def write_framed(ws: Workspace, payload: bytes, *parts: str) -> None:
-    """Rewrite a framed record in place; the caller holds the lock its writers share."""
+def write_framed_at(loc: Located, payload: bytes) -> None:
+    """Rewrite a located framed record in place; the caller holds the lock its writers
+    share."""
     data = b"awm1 %s %d\n" % (_frame_digest(payload), len(payload)) + payload
-    with locate_state(ws, *parts, create_parents=True) as loc:
-        fd = open_state(loc, os.O_RDWR, create=True)
+    fd = open_state(loc, os.O_RDWR, create=True)
     assert fd is not None
     try:
         view, offset = memoryview(data), 0
@@ -364,10 +370,15 @@ def write_framed(ws: Workspace, payload: bytes, *parts: str) -> None:
             offset += os.pwrite(fd, view[offset:], offset)
         os.ftruncate(fd, len(data))
     except OSError as exc:
-        shown = f"{STATE_DIR_NAME}/{'/'.join(parts)}"
-        raise WorkspaceError(describe_os_error(exc, shown)) from None
+        raise WorkspaceError(describe_os_error(exc, f"{STATE_DIR_NAME}/.../{loc.name}")) from None
     finally:
         os.close(fd)
+
+
+def sibling(loc: Located, name: str) -> Located:
+    """Another entry of the directory `loc` is in, sharing its fd: never close it (the
+    original's context closes the fd for both)."""
+    return dataclasses.replace(loc, name=name, display=name)
 
 
 def _frame_digest(payload: bytes) -> bytes:
