@@ -313,6 +313,10 @@ class Settings(BaseModel):
         "at most N requests per second per subject (per worker)",
         HTTP, "--rate-limit", ("WORKSPACE_MCP_RATE_LIMIT",), "N",
     )] = None
+    session_idle_timeout: Annotated[float, Field(ge=1, le=7 * 86400), Opt(
+        "close an HTTP session idle this many seconds",
+        HTTP, "--session-idle-timeout", ("WORKSPACE_MCP_SESSION_IDLE_TIMEOUT",), "S",
+    )] = 1800.0
     # fmt: on
 
     @property

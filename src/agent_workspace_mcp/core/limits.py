@@ -107,6 +107,12 @@ TASK_MAX_PATHS = 50  # ours: paths per run_task call
 # after 30 minutes without telling us; the oldest records are dropped past this bound so
 # a long-running server cannot grow without limit.
 HTTP_TRACKED_SESSIONS = 10_000
+# Open HTTP sessions (each holds the SDK's transport and streams in memory; the 2026 SDK
+# advisories were memory exhaustion by sessions that never expire and have no cap): a new
+# one past either bound is refused with 503 and a sentence; idle ones expire
+# (--session-idle-timeout, 30 minutes as FastMCP 4.1 chose).
+HTTP_SESSIONS_PER_SUBJECT = 64  # ours: an agent with subagents opens a handful
+HTTP_SESSIONS_MAX = 1_000  # ours: per server process
 
 # --- input bounds (issue 19) ---------------------------------------------------------
 # ours: an error quotes at most this much of a caller's value, then its length; enough

@@ -19,12 +19,18 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..configuration import is_loopback, is_wildcard
 from ..core.errors import WorkspaceError
-from ..core.limits import HTTP_FRAME_MAX_BYTES, HTTP_TRACKED_SESSIONS
+from ..core.limits import (
+    HTTP_FRAME_MAX_BYTES,
+    HTTP_SESSIONS_MAX,
+    HTTP_SESSIONS_PER_SUBJECT,
+    HTTP_TRACKED_SESSIONS,
+)
 from ..core.workspaces import Subpath
 from ..requestctx import SUBPATH_HEADER, parse_subpath, subject_of_token
 from ..services import Services
@@ -254,6 +260,31 @@ class SessionInfo:
     subject: str | None
     subpath: Subpath | None  # resolved once by the containment walk; None: the whole workspace
     raw_subpath: str | None = None  # the header as sent when the session opened
+    used: float = field(default_factory=time.monotonic)  # last request, for idle expiry
+
+
+def expire_idle(sessions: dict[str, SessionInfo], idle: float) -> None:
+    """Forget sessions idle longer than `idle` seconds (the SDK closes its own then too);
+    their ids get 404, so the client opens a new one."""
+    cutoff = time.monotonic() - idle
+    for session_id in [k for k, v in sessions.items() if v.used < cutoff]:
+        sessions.pop(session_id, None)
+
+
+def session_cap(sessions: dict[str, SessionInfo], subject: str | None) -> str | None:
+    """Why a new session would be one too many, or None."""
+    if len(sessions) >= HTTP_SESSIONS_MAX:
+        return (
+            f"this server has {HTTP_SESSIONS_MAX} open sessions, its limit; retry when idle "
+            "ones expire"
+        )
+    mine = sum(1 for info in sessions.values() if info.subject == subject)
+    if mine >= HTTP_SESSIONS_PER_SUBJECT:
+        return (
+            f"this credential has {HTTP_SESSIONS_PER_SUBJECT} open sessions, its limit; "
+            "close one (DELETE /mcp with its mcp-session-id) or wait for idle ones to expire"
+        )
+    return None
 
 
 def subject_of(scope) -> str | None:
@@ -284,16 +315,18 @@ class SessionGuard:
             return
         headers = _headers(scope)
         sessions = self.services.sessions
+        expire_idle(sessions, self.services.settings.session_idle_timeout)
         subject = subject_of(scope)
         session_id = headers.get("mcp-session-id")
         raw_subpath = headers.get(SUBPATH_HEADER)
         if session_id:
             info = sessions.get(session_id)
             # Every session is recorded when it opens; an id we do not know (forged, ended,
-            # or forgotten past the bound) must not fall back to the whole workspace.
+            # expired, or forgotten past the bound) must not fall back to the whole workspace.
             if info is None or info.subject != subject:
                 await _plain(send, 404, "session not found")
                 return
+            info.used = time.monotonic()
             if raw_subpath is not None and raw_subpath != info.raw_subpath:
                 try:
                     wanted = resolve_subpath(self.services, raw_subpath)
@@ -312,6 +345,14 @@ class SessionGuard:
                 subpath = resolve_subpath(self.services, raw_subpath)
             except WorkspaceError as exc:
                 await _plain(send, 400, str(exc))
+                return
+        # A POST without a session id opens one only on the handshake protocols (it is
+        # their `initialize`); a 2026-07-28 request names its version and stays sessionless.
+        opens = headers.get("mcp-protocol-version", "") < "2026-07-28"
+        if not self.services.settings.stateless and scope["method"] == "POST" and opens:
+            full = session_cap(sessions, subject)
+            if full is not None:
+                await _plain(send, 503, full)
                 return
 
         async def remember_session(message) -> None:

@@ -38,6 +38,7 @@ def build_http_app(app: FastMCP, services: Services):
     inner = app.http_app(
         path=MCP_PATH,
         stateless_http=settings.stateless,
+        session_idle_timeout=settings.session_idle_timeout,
         json_response=False,  # progress/log notifications need SSE responses
         middleware=[Middleware(SessionGuard, services=services), Middleware(FrameGuard)],
     )
