@@ -45,6 +45,7 @@ async def test_several_workspaces_keep_the_argument(tmp_path: Path) -> None:
     assert read["inputSchema"]["properties"]["workspace"] == {
         "type": "string",
         "description": "Workspace name from workspace_list; omit for the primary workspace.",
+        "x-mcp-header": "Workspace",  # routable (SEP-2243): tests/e2e/test_param_headers.py
     }
 
 

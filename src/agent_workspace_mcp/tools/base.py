@@ -22,9 +22,16 @@ from .schemas import function_tool
 
 log = logging.getLogger("agent_workspace_mcp")
 
+# `x-mcp-header` (SEP-2243, 2026-07-28): clients mirror the argument into an
+# `Mcp-Param-Workspace` header, so a gateway can route by workspace without reading
+# bodies (one StatefulSet per workspace); the SDK refuses a header that disagrees with
+# the body (400) before the call runs.
 WorkspaceArg = Annotated[
     str | None,
-    Field(description="Workspace name from workspace_list; omit for the primary workspace."),
+    Field(
+        description="Workspace name from workspace_list; omit for the primary workspace.",
+        json_schema_extra={"x-mcp-header": "Workspace"},
+    ),
 ]
 ExpectedSha = Annotated[
     str | None,
