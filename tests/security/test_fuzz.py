@@ -227,6 +227,9 @@ def problems_with(result, elapsed_ok: bool) -> list[str]:
     return found
 
 
+UNSENT = object()
+
+
 def test_every_tool_from_its_schema(served) -> None:
     portal, client, tools, outside, boxed, examples = served
     if not boxed:
@@ -238,8 +241,13 @@ def test_every_tool_from_its_schema(served) -> None:
     before = snapshot(outside)
 
     async def one_call(name: str, args: dict):
-        with anyio.move_on_after(CALL_BOUND_SECONDS) as scope:
-            result = await client.call_tool(name, args, raise_on_error=False)
+        try:
+            with anyio.move_on_after(CALL_BOUND_SECONDS) as scope:
+                result = await client.call_tool(name, args, raise_on_error=False)
+        except UnicodeEncodeError:
+            # The SDK client mirrors `x-mcp-header` arguments (workspace) into headers and
+            # cannot encode a lone surrogate: the request never left it.
+            return UNSENT, True
         return (None, False) if scope.cancelled_caught else (result, True)
 
     @seed(SEED)
@@ -252,6 +260,8 @@ def test_every_tool_from_its_schema(served) -> None:
         for name, plan in plans:
             args = data.draw(plan, label=name)
             result, in_time = portal.call(one_call, name, args)
+            if result is UNSENT:
+                continue
             found = (
                 problems_with(result, in_time)
                 if result is not None
