@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,13 @@ def root(served: RunningServer, request) -> Path:
     return path
 
 
+@pytest.fixture
+async def pair(served: RunningServer) -> AsyncIterator[tuple[Client, Client]]:
+    """Two agents, each with its own API key, on the sessionless 2026-07-28 protocol."""
+    async with agent(served, ALICE, "alice-agent") as alice, agent(served, BOB, "bob-agent") as bob:
+        yield alice, bob
+
+
 def agent(server: RunningServer, key: str, name: str, **kwargs) -> Client:
     info = Implementation(name=name, version="1.0")
     return Client(StreamableHttpTransport(server.url), auth=key, client_info=info, **kwargs)
@@ -61,51 +69,49 @@ def rel(root: Path, name: str) -> str:
 
 
 async def test_a_write_over_another_agents_change_is_refused_naming_it(
-    served: RunningServer, root: Path
+    served: RunningServer, root: Path, pair: tuple[Client, Client]
 ) -> None:
     (root / "a.txt").write_text("one\ntwo\n")
     path = rel(root, "a.txt")
-    async with agent(served, ALICE, "alice-agent") as alice, agent(served, BOB, "bob-agent") as bob:
-        await text(alice, "read_file", path=path)
-        await text(bob, "read_file", path=path)
-        assert (await text(bob, "write_file", path=path, content="one\nBOB\n")).startswith(
-            "Updated"
-        )
-        refused = await text(alice, "write_file", path=path, content="one\ntwo\nALICE\n")
-        log = [json.loads(x) for x in (served.root / ".workspace-mcp/journal.jsonl").open()]  # type: ignore[attr-defined]
-        bob_session = next(e["session"] for e in log if e.get("client") == "bob-agent")
-        sha = re.search(r"expectedSha256=([0-9a-f]{16})", refused)
-        assert refused.startswith(
-            f"{path} changed since this session last read or wrote it, by session "
-            f"{bob_session} (bob-agent), "
-        ), refused
-        assert " s ago. Read it again and merge your change, or pass expectedSha256=" in refused
-        assert "What changed:\n" in refused and "-two\n+BOB" in refused
-        assert (root / "a.txt").read_text() == "one\nBOB\n"  # nothing was written
-        # expectedSha256 decides when given: the current one replaces knowingly ...
-        assert sha is not None
-        done = await text(alice, "write_file", path=path, content="merged\n", expectedSha256=sha[1])
-        assert done.startswith("Updated") and (root / "a.txt").read_text() == "merged\n"
-        # ... and a stale one is refused by the sha check, whatever the guard says.
-        stale = await text(bob, "write_file", path=path, content="x\n", expectedSha256=sha[1])
-        assert stale.startswith(f"{path} changed since it was read (sha256 is now ")
-        # Re-reading is the other way on: bob has now seen alice's version.
-        await text(bob, "read_file", path=path)
-        assert (await text(bob, "write_file", path=path, content="bob2\n")).startswith("Updated")
+    alice, bob = pair
+    await text(alice, "read_file", path=path)
+    await text(bob, "read_file", path=path)
+    assert (await text(bob, "write_file", path=path, content="one\nBOB\n")).startswith("Updated")
+    refused = await text(alice, "write_file", path=path, content="one\ntwo\nALICE\n")
+    log = [json.loads(x) for x in (served.root / ".workspace-mcp/journal.jsonl").open()]  # type: ignore[attr-defined]
+    bob_session = next(e["session"] for e in log if e.get("client") == "bob-agent")
+    sha = re.search(r"expectedSha256=([0-9a-f]{16})", refused)
+    assert refused.startswith(
+        f"{path} changed since this session last read or wrote it, by session "
+        f"{bob_session} (bob-agent), "
+    ), refused
+    assert " s ago. Read it again and merge your change, or pass expectedSha256=" in refused
+    assert "What changed:\n" in refused and "-two\n+BOB" in refused
+    assert (root / "a.txt").read_text() == "one\nBOB\n"  # nothing was written
+    # expectedSha256 decides when given: the current one replaces knowingly ...
+    assert sha is not None
+    done = await text(alice, "write_file", path=path, content="merged\n", expectedSha256=sha[1])
+    assert done.startswith("Updated") and (root / "a.txt").read_text() == "merged\n"
+    # ... and a stale one is refused by the sha check, whatever the guard says.
+    stale = await text(bob, "write_file", path=path, content="x\n", expectedSha256=sha[1])
+    assert stale.startswith(f"{path} changed since it was read (sha256 is now ")
+    # Re-reading is the other way on: bob has now seen alice's version.
+    await text(bob, "read_file", path=path)
+    assert (await text(bob, "write_file", path=path, content="bob2\n")).startswith("Updated")
 
 
 async def test_a_file_the_session_never_read_is_written_as_before(
-    served: RunningServer, root: Path
+    root: Path, pair: tuple[Client, Client]
 ) -> None:
     (root / "b.txt").write_text("theirs\n")
     path = rel(root, "b.txt")
-    async with agent(served, ALICE, "alice-agent") as alice, agent(served, BOB, "bob-agent") as bob:
-        await text(bob, "read_file", path=path)
-        await text(bob, "write_file", path=path, content="bob\n")
-        answer = await text(alice, "write_file", path=path, content="alice\n")
-        assert answer.startswith("Updated"), answer
-        new = await text(alice, "write_file", path=rel(root, "new.txt"), content="n\n")
-        assert new.startswith("Created")
+    alice, bob = pair
+    await text(bob, "read_file", path=path)
+    await text(bob, "write_file", path=path, content="bob\n")
+    answer = await text(alice, "write_file", path=path, content="alice\n")
+    assert answer.startswith("Updated"), answer
+    new = await text(alice, "write_file", path=rel(root, "new.txt"), content="n\n")
+    assert new.startswith("Created")
 
 
 async def test_a_change_outside_the_server_is_named_so(served: RunningServer, root: Path) -> None:
@@ -127,40 +133,40 @@ async def test_a_change_outside_the_server_is_named_so(served: RunningServer, ro
         assert (await text(alice, "write_file", path=path, content="a\n")).startswith("Updated")
 
 
-async def test_deletes_and_moves_are_guarded_too(served: RunningServer, root: Path) -> None:
+async def test_deletes_and_moves_are_guarded_too(root: Path, pair: tuple[Client, Client]) -> None:
     for name in ("d.txt", "m.txt", "dst.txt", "dir/inner.txt"):
         (root / name).parent.mkdir(exist_ok=True)
         (root / name).write_text(f"{name}\n")
-    async with agent(served, ALICE, "alice-agent") as alice, agent(served, BOB, "bob-agent") as bob:
-        for name in ("d.txt", "m.txt", "dst.txt", "dir/inner.txt"):
-            await text(alice, "read_file", path=rel(root, name))
-            await text(bob, "read_file", path=rel(root, name))
-            await text(bob, "write_file", path=rel(root, name), content=f"bob {name}\n")
-        again = "Read it again, then {} if it should still go."
-        refused = await text(alice, "delete_path", path=rel(root, "d.txt"))
-        assert refused.startswith(f"{rel(root, 'd.txt')} changed since this session")
-        assert again.format("delete it") in refused
-        moved = await text(alice, "move_path", source=rel(root, "m.txt"),
-                           destination=rel(root, "moved.txt"))  # fmt: skip
-        assert again.format("move it") in moved
-        over = await text(bob, "move_path", source=rel(root, "m.txt"),
-                          destination=rel(root, "dst.txt"), overwrite=True)  # fmt: skip
-        assert over.startswith("Moved"), over  # bob saw both as they are
-        await text(alice, "read_file", path=rel(root, "dst.txt"))
-        await text(bob, "write_file", path=rel(root, "dst.txt"), content="bob again\n")
-        renamed = await text(alice, "rename_path", path=rel(root, "d.txt"), newName="dst.txt",
-                             overwrite=True)  # fmt: skip
-        assert renamed.startswith(f"{rel(root, 'd.txt')} changed since"), renamed
-        # A directory: any file the session saw under it counts.
-        tree = await text(alice, "delete_path", path=rel(root, "dir"), recursive=True)
-        assert tree.startswith(f"{rel(root, 'dir/inner.txt')} changed since"), tree
-        assert (root / "dir/inner.txt").read_text() == "bob dir/inner.txt\n"
-        # A deletion by another agent is named as one.
-        await text(bob, "delete_path", path=rel(root, "dir"), recursive=True)
-        gone = await text(alice, "write_file", path=rel(root, "dir/inner.txt"), content="x\n")
-        assert gone.startswith(f"{rel(root, 'dir/inner.txt')} was deleted since this session "
-                               "last read it, by session a-"), gone  # fmt: skip
-        assert "(bob-agent)" in gone and not (root / "dir").exists()
+    alice, bob = pair
+    for name in ("d.txt", "m.txt", "dst.txt", "dir/inner.txt"):
+        await text(alice, "read_file", path=rel(root, name))
+        await text(bob, "read_file", path=rel(root, name))
+        await text(bob, "write_file", path=rel(root, name), content=f"bob {name}\n")
+    again = "Read it again, then {} if it should still go."
+    refused = await text(alice, "delete_path", path=rel(root, "d.txt"))
+    assert refused.startswith(f"{rel(root, 'd.txt')} changed since this session")
+    assert again.format("delete it") in refused
+    moved = await text(alice, "move_path", source=rel(root, "m.txt"),
+                       destination=rel(root, "moved.txt"))  # fmt: skip
+    assert again.format("move it") in moved
+    over = await text(bob, "move_path", source=rel(root, "m.txt"),
+                      destination=rel(root, "dst.txt"), overwrite=True)  # fmt: skip
+    assert over.startswith("Moved"), over  # bob saw both as they are
+    await text(alice, "read_file", path=rel(root, "dst.txt"))
+    await text(bob, "write_file", path=rel(root, "dst.txt"), content="bob again\n")
+    renamed = await text(alice, "rename_path", path=rel(root, "d.txt"), newName="dst.txt",
+                         overwrite=True)  # fmt: skip
+    assert renamed.startswith(f"{rel(root, 'd.txt')} changed since"), renamed
+    # A directory: any file the session saw under it counts.
+    tree = await text(alice, "delete_path", path=rel(root, "dir"), recursive=True)
+    assert tree.startswith(f"{rel(root, 'dir/inner.txt')} changed since"), tree
+    assert (root / "dir/inner.txt").read_text() == "bob dir/inner.txt\n"
+    # A deletion by another agent is named as one.
+    await text(bob, "delete_path", path=rel(root, "dir"), recursive=True)
+    gone = await text(alice, "write_file", path=rel(root, "dir/inner.txt"), content="x\n")
+    assert gone.startswith(f"{rel(root, 'dir/inner.txt')} was deleted since this session "
+                           "last read it, by session a-"), gone  # fmt: skip
+    assert "(bob-agent)" in gone and not (root / "dir").exists()
 
 
 async def test_a_sessions_own_changes_never_trip_it(served: RunningServer, root: Path) -> None:
@@ -181,17 +187,17 @@ async def test_a_sessions_own_changes_never_trip_it(served: RunningServer, root:
         assert (root / "own.txt").read_text() == "6\n"
 
 
-async def test_another_agents_undo_is_named(served: RunningServer, root: Path) -> None:
+async def test_another_agents_undo_is_named(root: Path, pair: tuple[Client, Client]) -> None:
     (root / "u.txt").write_text("base\n")
     path = rel(root, "u.txt")
-    async with agent(served, ALICE, "alice-agent") as alice, agent(served, BOB, "bob-agent") as bob:
-        await text(bob, "read_file", path=path)
-        await text(bob, "write_file", path=path, content="bob\n")
-        await text(alice, "read_file", path=path)
-        assert (await text(bob, "undo")).startswith("Undid 1 call")
-        refused = await text(alice, "write_file", path=path, content="alice\n")
-        assert "by session a-" in refused and "(bob-agent)" in refused, refused
-        assert "-bob\n+base" in refused
+    alice, bob = pair
+    await text(bob, "read_file", path=path)
+    await text(bob, "write_file", path=path, content="bob\n")
+    await text(alice, "read_file", path=path)
+    assert (await text(bob, "undo")).startswith("Undid 1 call")
+    refused = await text(alice, "write_file", path=path, content="alice\n")
+    assert "by session a-" in refused and "(bob-agent)" in refused, refused
+    assert "-bob\n+base" in refused
 
 
 async def test_two_sessions_of_one_key_are_told_apart(served: RunningServer, root: Path) -> None:

@@ -27,6 +27,7 @@ import fcntl
 import hashlib
 import json
 import os
+import posixpath
 import re
 import stat
 import threading
@@ -354,7 +355,7 @@ def read_framed_at(loc: Located) -> tuple[str, bytes] | None:
     head = _FRAME.match(data)
     payload = data[head.end() :] if head else b""
     if head is None or len(payload) != int(head[2]) or _frame_digest(payload) != head[1]:
-        raise TornRecordError(f"{STATE_DIR_NAME}/.../{loc.name} is damaged")
+        raise TornRecordError(f"{loc.display} is damaged")
     return head[1].decode(), payload
 
 
@@ -370,7 +371,7 @@ def write_framed_at(loc: Located, payload: bytes) -> None:
             offset += os.pwrite(fd, view[offset:], offset)
         os.ftruncate(fd, len(data))
     except OSError as exc:
-        raise WorkspaceError(describe_os_error(exc, f"{STATE_DIR_NAME}/.../{loc.name}")) from None
+        raise WorkspaceError(describe_os_error(exc, loc.display)) from None
     finally:
         os.close(fd)
 
@@ -378,7 +379,9 @@ def write_framed_at(loc: Located, payload: bytes) -> None:
 def sibling(loc: Located, name: str) -> Located:
     """Another entry of the directory `loc` is in, sharing its fd: never close it (the
     original's context closes the fd for both)."""
-    return dataclasses.replace(loc, name=name, display=name)
+    return dataclasses.replace(
+        loc, name=name, display=posixpath.join(posixpath.dirname(loc.display), name)
+    )
 
 
 def _frame_digest(payload: bytes) -> bytes:

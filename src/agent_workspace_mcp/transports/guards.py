@@ -299,6 +299,7 @@ def resolve_subpath(services: Services, raw: str) -> Subpath:
 class SessionGuard:
     def __init__(self, app, services: Services) -> None:
         self.app, self.services = app, services
+        self._swept = 0.0  # when idle sessions were last swept (for the caps' counts)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or not scope["path"].rstrip("/").endswith(MCP_PATH):
@@ -315,7 +316,10 @@ class SessionGuard:
             return
         headers = _headers(scope)
         sessions = self.services.sessions
-        expire_idle(sessions, self.services.settings.session_idle_timeout)
+        idle = self.services.settings.session_idle_timeout
+        if time.monotonic() - self._swept >= 1.0:  # a request checks its own session's age
+            self._swept = time.monotonic()
+            expire_idle(sessions, idle)
         subject = subject_of(scope)
         session_id = headers.get("mcp-session-id")
         raw_subpath = headers.get(SUBPATH_HEADER)
@@ -323,6 +327,9 @@ class SessionGuard:
             info = sessions.get(session_id)
             # Every session is recorded when it opens; an id we do not know (forged, ended,
             # expired, or forgotten past the bound) must not fall back to the whole workspace.
+            if info is not None and time.monotonic() - info.used > idle:
+                sessions.pop(session_id, None)
+                info = None
             if info is None or info.subject != subject:
                 await _plain(send, 404, "session not found")
                 return
