@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 from .core import containment
@@ -20,6 +22,18 @@ SUBPATH_HEADER = "x-workspace-subpath"
 READ_TAG = "read"
 WRITE_TAG = "write"
 JOURNAL_TAG = "journal"  # middleware.journal writes an entry for these
+
+
+@dataclass
+class TaskCall:
+    """A `tools/call` whose client negotiated the tasks extension (middleware.tasks): a
+    command tool that runs on as a job names it here, and the call is answered with
+    the job as its task."""
+
+    job_id: str | None = None
+
+
+TASK_CALL: ContextVar[TaskCall | None] = ContextVar("task_call", default=None)
 
 
 def current_subject() -> str | None:

@@ -218,6 +218,10 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
             )
         ],
     )
+    if settings.commands_enabled:
+        from .middleware.tasks import TasksExtension
+
+        app.add_extension(TasksExtension(services.jobs))
     for module in TOOL_MODULES:
         module.register(app, services)
     prompts.register(app, services)

@@ -89,6 +89,12 @@ PIPE_DRAIN_GRACE_SECONDS = 0.5
 # issue 5: clients give up on a call after about 60 s; a command still running after
 # this long is handed to the job registry instead of being killed.
 PROMOTE_AFTER_DEFAULT_MS = 45_000
+# A client that speaks the tasks extension (SEP-2663) polls a task instead of holding the
+# call open: a command still running after this becomes its task (the spec's
+# "immediate-result shortcut" answers quicker ones in the call).
+TASK_PROMOTE_AFTER_MS = 1_000
+# How often a task client is told to poll tasks/get (SEP-2663 `pollIntervalMs`).
+TASK_POLL_INTERVAL_MS = 1_000
 # persona document: WORKSPACE_SHELL_MAX_TIMEOUT caps the bash tool's timeout (seconds).
 SHELL_MAX_TIMEOUT_DEFAULT_SECONDS = 600
 PROGRESS_INTERVAL_SECONDS = 2.0  # ours: how often a long command reports progress

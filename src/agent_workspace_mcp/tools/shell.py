@@ -26,10 +26,10 @@ from ..core.exec.commands import (
     task_argv,
     which,
 )
-from ..core.exec.jobs import JobView
+from ..core.exec.jobs import Job, JobView
 from ..core.exec.runner import Confinement, Runner
 from ..core.workspaces import Workspace
-from ..requestctx import current_subject
+from ..requestctx import TASK_CALL, current_subject
 from ..services import Services
 from ..settings import Settings
 from .base import WorkspaceArg, add_tool, bind, numbers_from_limits
@@ -96,8 +96,16 @@ class Commands:
             if ctx is not None:
                 await _progress(ctx, elapsed, total, command)
 
+        task = TASK_CALL.get()
+        promote = limits.TASK_PROMOTE_AFTER_MS if task is not None else None
+
+        def became_job(job: Job) -> None:
+            if task is not None:
+                task.job_id = job.id
+
         return await self.runner.run(ws, argv, executable, cwd, timeout_ms, background,
-                                     owner=current_subject(), progress=progress)  # fmt: skip
+                                     owner=current_subject(), progress=progress,
+                                     promote_after_ms=promote, became_job=became_job)  # fmt: skip
 
 
 async def _progress(ctx: Context, elapsed: float, total: float, command: str) -> None:

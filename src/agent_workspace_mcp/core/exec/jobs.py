@@ -30,13 +30,29 @@ from datetime import UTC, datetime
 
 from ..echo import echo
 from ..errors import NotFoundError, WorkspaceError
-from ..limits import JOB_LIST_RECENT, JOB_LOG_CAP_BYTES, JOBS_REMEMBERED, REMOTE_KILL_WAIT_SECONDS
+from ..limits import (
+    JOB_LIST_RECENT,
+    JOB_LOG_CAP_BYTES,
+    JOBS_REMEMBERED,
+    OUTPUT_COLLAPSE_BYTES,
+    OUTPUT_TAIL_BYTES,
+    REMOTE_KILL_WAIT_SECONDS,
+)
 from .jobrecords import JobRecords, leader_alive, process_start
-from .process import CappedLog, Child, start_output_pump, strip_ansi
+from .process import (
+    CappedLog,
+    Child,
+    Outcome,
+    OutputBuffer,
+    describe_exit,
+    start_output_pump,
+    strip_ansi,
+)
 
 
-def log_tail(log_path: str, job_id: str, size: int) -> str:
-    """The last `size` bytes of a job's log, ANSI stripped (job_status, the console)."""
+def _read_log(log_path: str, job_id: str, spans: list[tuple[int, int]]) -> tuple[int, list[bytes]]:
+    """The log's size and the bytes at each (offset, size) span; negative offsets count
+    from the end."""
     try:
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
         fd = os.open(log_path, flags)
@@ -48,10 +64,37 @@ def log_tail(log_path: str, job_id: str, size: int) -> str:
         # planted (a hard link to another file, a FIFO that would hang the read).
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             raise WorkspaceError(f"the log of {job_id} is not the file this server wrote")
-        data = os.pread(fd, size, max(0, st.st_size - size))
+        chunks = []
+        for offset, size in spans:
+            start = max(0, st.st_size + offset if offset < 0 else offset)
+            chunks.append(os.pread(fd, size, start))
     finally:
         os.close(fd)
+    return st.st_size, chunks
+
+
+def log_tail(log_path: str, job_id: str, size: int) -> str:
+    """The last `size` bytes of a job's log, ANSI stripped (job_status, the console)."""
+    _, (data,) = _read_log(log_path, job_id, [(-size, size)])
     return strip_ansi(data.decode("utf-8", "replace"))
+
+
+def command_answer(command: str, output: str, status: str) -> str:
+    """What a command tool answers once its command ended."""
+    return f"$ {command}\n{output.rstrip(chr(10)) or '(no output)'}\n[{status}]"
+
+
+def job_answer(job: JobView) -> str:
+    """The answer the call that became `job` would have given had it waited: its whole
+    output shortened as a call shortens it, and how it ended (the task's result)."""
+    total, (head, tail) = _read_log(
+        job.log_path, job.id, [(0, OUTPUT_COLLAPSE_BYTES), (-OUTPUT_TAIL_BYTES, OUTPUT_TAIL_BYTES)]
+    )
+    output = OutputBuffer.of(head, tail, total).text()
+    outcome = Outcome(
+        job.exit_code, job.status == "timed-out", job.status == "killed", job.duration_ms
+    )
+    return command_answer(job.command, output, describe_exit(outcome, job.max_runtime_ms))
 
 
 def default_job_dir() -> str:
@@ -94,6 +137,8 @@ class JobView:
     log_path: str
     log_size: int
     log_capped: bool
+    max_runtime_ms: int
+    started: float  # wall-clock seconds
 
 
 @dataclass
@@ -141,7 +186,7 @@ class Job:
         code = self.child.proc.returncode if self.status != "running" else None
         return JobView(
             self.id, self.name, self.command, self.status, code, self.duration_ms(),
-            self.log.path, size, capped,
+            self.log.path, size, capped, self.max_runtime_ms, self.started_at.timestamp(),
         )  # fmt: skip
 
 
@@ -157,6 +202,7 @@ def _record_view(record: dict, log_path: str) -> JobView:
     return JobView(
         record["id"], record["name"], record["command"], status, record["exit_code"],
         int((end - record["started_wall"]) * 1000), log_path, size, size >= record["log_cap"],
+        record["max_runtime_ms"], record["started_wall"],
     )  # fmt: skip
 
 

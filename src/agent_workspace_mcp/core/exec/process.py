@@ -106,6 +106,14 @@ class OutputBuffer:
             if len(self.tail) > OUTPUT_TAIL_BYTES:
                 del self.tail[: len(self.tail) - OUTPUT_TAIL_BYTES]
 
+    @classmethod
+    def of(cls, head: bytes, tail: bytes, total: int) -> OutputBuffer:
+        """The buffer a run would have kept, from the start and end of its whole output
+        (a job's log): the same shortening, so a task's result reads like a call's."""
+        buffer = cls()
+        buffer.head, buffer.tail, buffer.total = bytearray(head), bytearray(tail), total
+        return buffer
+
     def text(self) -> str:
         """All output, or the head and the tail with a count of what was left out.
 

@@ -23,7 +23,7 @@ from ..containment import GIT_DIR_NAME, locate, open_dir, parts_below
 from ..errors import WorkspaceError, WrongTypeError
 from ..workspaces import Workspace
 from .commands import bwrap_prefix, hidden_homes, toolchains_in
-from .jobs import Job, JobRegistry
+from .jobs import Job, JobRegistry, command_answer
 from .process import Child, describe_exit
 
 # (seconds elapsed, seconds allowed, the command shown): reported while a call runs.
@@ -152,9 +152,12 @@ class Runner:
         *,
         owner: str | None,
         progress: Progress | None = None,
+        promote_after_ms: int | None = None,
+        became_job: Callable[[Job], None] | None = None,
     ) -> str:
         """Run `argv` (its program already resolved to `executable`) and answer with its
-        output and exit; `owner` owns the job it may become."""
+        output and exit; `owner` owns the job it may become, `became_job` hears of it
+        (a task client is answered with the job as its task)."""
         registry = self.jobs
         child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
         command = shown_command(argv)
@@ -164,8 +167,10 @@ class Runner:
             job = registry.adopt(child, command=command, cwd=cwd, owner=owner, name=None,
                                  max_runtime_ms=timeout_ms, replay=True)  # fmt: skip
             activity.record(result=f"started ({job.id})")
+            if became_job is not None:
+                became_job(job)
             return _job_started(job, self.remote)
-        promote_after = self.promote_after_ms / 1000
+        promote_after = min(promote_after_ms or self.promote_after_ms, self.promote_after_ms) / 1000
         started = time.monotonic()
         next_progress = started + limits.PROGRESS_INTERVAL_SECONDS
         pause = 0.002
@@ -185,6 +190,8 @@ class Runner:
                         max_runtime_ms=max(remaining, 1), replay=False,
                     )  # fmt: skip
                     activity.record(result=f"moved to background ({job.id})")
+                    if became_job is not None:
+                        became_job(job)
                     so_far = child.buffer.text().rstrip("\n") or "(no output yet)"
                     waited = int(promote_after * 1000)
                     return (
@@ -200,7 +207,6 @@ class Runner:
                 await anyio.to_thread.run_sync(child.kill)
             raise
         outcome = child.outcome()
-        output = child.buffer.text().rstrip("\n") or "(no output)"
         status = describe_exit(outcome, timeout_ms)
         code = outcome.exit_code
         activity.record(
@@ -208,7 +214,7 @@ class Runner:
             if outcome.timed_out
             else f"exit {code} ({outcome.duration_ms}ms)"
         )
-        return f"$ {command}\n{output}\n[{status}]"
+        return command_answer(command, child.buffer.text(), status)
 
     async def start(
         self,
