@@ -49,8 +49,14 @@ class RunningServer:
 
 
 def start(
-    root: Path, *args: str, env: dict | None = None, log_dir: Path | None = None
+    root: Path,
+    *args: str,
+    env: dict | None = None,
+    log_dir: Path | None = None,
+    module: str = "agent_workspace_mcp",
 ) -> RunningServer:
+    """The server as `python -m MODULE --root ROOT --http --port N ARGS` (MODULE: the
+    CLI, or a test build of it such as tests.conformance.fixture_server)."""
     port = free_port()
     log_dir = log_dir or root.parent
     stderr_path = log_dir / f"server-{port}.stderr"
@@ -59,7 +65,7 @@ def start(
         [
             sys.executable,
             "-m",
-            "agent_workspace_mcp",
+            module,
             "--root",
             str(root),
             "--http",
@@ -71,6 +77,7 @@ def start(
         stdout=subprocess.DEVNULL,
         stderr=handle,
         env={**os.environ, **(env or {})},
+        cwd=Path(__file__).resolve().parents[2],  # where `tests` imports from
     )
     server = RunningServer(proc, port, stderr_path)
     deadline = time.monotonic() + 30

@@ -17,6 +17,7 @@ from typing import Any
 
 from fastmcp.exceptions import NotFoundError, ToolError, ValidationError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
+from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError as PydanticValidationError
 
 from ..core.echo import bounded, echo, wire_safe
@@ -196,6 +197,8 @@ class ErrorShapingMiddleware(Middleware):
                 raise ToolError(
                     unknown_tool(inner if isinstance(inner, str) else name, available, self.why_not)
                 ) from None
+            if isinstance(cause, MCPError):
+                raise cause from None  # a protocol error (-32021, ...) a tool chose: as is
             if cause is None:
                 message = one_line(str(exc))
                 if message == str(exc):

@@ -10,7 +10,9 @@ holds, renamed profile tools included:
 - `additionalProperties: false` is not sent: the properties already list every argument,
   and a call with an unknown one gets an answer naming the valid ones (the server's
   validation is unchanged);
-- FastMCP's own `_meta` (its tags, which mean nothing to a client) is not sent.
+- FastMCP's own `_meta` (its tags, which mean nothing to a client) is not sent;
+- a schema that declares its dialect (`$schema`, a tool added by a library user) is
+  sent as written: its author chose every keyword.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ WORKSPACE_ARG = "workspace"
 
 
 def lean_schema(schema: dict[str, Any], hide: frozenset[str]) -> dict[str, Any]:
-    """`schema` with null unions folded and the `hide` properties removed (a new dict)."""
+    """`schema` with null unions folded and the `hide` properties removed (a new dict).
+    A schema that names its dialect (`$schema`) was written by hand: it goes out as
+    written (SEP-1613), but for `hide`."""
+    if "$schema" in schema:
+        if not hide:
+            return schema
+        kept = {k: v for k, v in schema.get("properties", {}).items() if k not in hide}
+        return {**schema, "properties": kept}
     out = {k: v for k, v in schema.items() if k != "additionalProperties" or v is not False}
     properties = schema.get("properties")
     if isinstance(properties, dict):
