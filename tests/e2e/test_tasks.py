@@ -13,14 +13,18 @@ import json
 import time
 from pathlib import Path
 
-import httpx2
 import pytest
 
-from tests.e2e.http_server import RunningServer, start
+from tests.e2e.http_server import RunningServer, rpc2026, start
 
 ANN = "tok-ann-0123456789abcd"
 BOB = "tok-bob-0123456789abcd"
 TASKS = {"io.modelcontextprotocol/tasks": {}}
+
+
+def rpc(server: RunningServer, key: str, method: str, params: dict, *,
+        extensions: dict | None = TASKS, name: str | None = None) -> dict:  # fmt: skip
+    return rpc2026(server, key, method, params, extensions=extensions, name=name)
 
 
 @pytest.fixture(scope="module", params=["one process", "--workers 2"])
@@ -31,30 +35,6 @@ def served(tmp_path_factory, request) -> RunningServer:
                    "--api-key", f"bob={BOB}", *extra)  # fmt: skip
     yield server
     assert server.stop() == 0
-
-
-def rpc(server: RunningServer, key: str, method: str, params: dict, *,
-        extensions: dict | None = TASKS, name: str | None = None) -> dict:  # fmt: skip
-    """One request on a fresh connection (so `--workers` spreads them); the decoded
-    JSON-RPC response."""
-    caps = {} if extensions is None else {"extensions": extensions}
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "task-test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    }}}  # fmt: skip
-    headers = {
-        "authorization": f"Bearer {key}", "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28", "mcp-method": method, "connection": "close",
-    }  # fmt: skip
-    shown = name if name is not None else params.get("name") or params.get("taskId")
-    if shown is not None:
-        headers["mcp-name"] = shown
-    response = httpx2.post(server.url, json=body, headers=headers, timeout=60)
-    text = response.text
-    if text.startswith("event:") or "\ndata:" in text or text.startswith("data:"):
-        text = [line[5:] for line in text.splitlines() if line.startswith("data:")][-1]
-    return json.loads(text)
 
 
 def bash(server: RunningServer, command: str, key: str = ANN, **kw) -> dict:
