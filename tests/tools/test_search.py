@@ -273,8 +273,10 @@ async def test_list_files_rules(engine_client: Client) -> None:
     assert not any(entry.count("/") > 1 or (entry.count("/") == 1 and not entry.endswith("/"))
                    for entry in top), top  # fmt: skip
     text = await ok(engine_client, "list_files", limit=3)
+    last = text.splitlines()[2]
     assert text.splitlines()[-1] == (
-        "... (stopped at limit=3; more entries exist: narrow path/pattern or raise limit)"
+        f'... (stopped at limit=3 after 3 entries; more exist: the same call with after="{last}"'
+        " continues)"
     )
     hid = "\n(.gitignore rules hid some files from this listing; noIgnore=true includes them)"
     assert await ok(engine_client, "list_files", pattern="*.tsx") == "web/src/comp.tsx" + hid

@@ -149,7 +149,9 @@ ARGUMENT_DEFAULT_CHARS = 4096  # a string argument not named below: PATH_MAX, as
 # Every string argument's maximum length in characters, by argument name (list items
 # count under their list's name), checked before any work. A tool may refuse less.
 ARGUMENT_CHARS = {
-    **dict.fromkeys(("path", "paths", "source", "destination", "cwd", "file"), PATH_MAX_CHARS),
+    **dict.fromkeys(
+        ("path", "paths", "source", "destination", "cwd", "file", "after"), PATH_MAX_CHARS
+    ),
     "newName": NAME_MAX_CHARS,
     **dict.fromkeys(("content", "oldString", "newString"), WRITE_MAX_BYTES),
     "contentBase64": -(-WRITE_MAX_BYTES // 3) * 4,  # base64 of the largest write

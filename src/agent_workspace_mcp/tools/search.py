@@ -33,6 +33,16 @@ def shower(ws: Workspace):
     return shown
 
 
+def unshown(ws: Workspace, shown: str) -> str:
+    """The root-relative path `shower` showed as `shown`."""
+    if ws.confined:
+        return shown
+    if shown.startswith("/"):
+        return shown[1:]
+    base = ws.base.strip("/")
+    return f"{base}/{shown}" if base else shown
+
+
 def grep(
     services: Services,
     pattern: Annotated[
@@ -93,6 +103,9 @@ def list_files(
         int, Field(ge=1, description=f"Maximum entries (cap {limits.LIST_MAX_ENTRIES}).")
     ] = limits.LIST_DEFAULT_ENTRIES,
     noIgnore: NoIgnore = False,
+    after: Annotated[
+        str | None, Field(description="Continue a cut listing after this entry.")
+    ] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
     """List files and, without a pattern, directories (trailing '/').
@@ -106,6 +119,7 @@ def list_files(
         max_depth=min(maxDepth, limits.LIST_MAX_DEPTH),
         limit=min(limit, limits.LIST_MAX_ENTRIES),
         no_ignore=noIgnore,
+        after=unshown(ws, after.rstrip("/")) if after else None,
     )
     result, _ = services.search.list_files(ws, path, query)
     return render_list(result, query.limit, shower(ws))

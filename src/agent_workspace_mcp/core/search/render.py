@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from ..limits import ANSWER_BYTES, GREP_LINE_CHARS
 from .results import GrepResult, ListResult
 
@@ -59,15 +61,12 @@ def render_list(result: ListResult, limit: int, shown) -> str:
     if not result.entries:
         return f"no files found ({hid})" if result.rules_hid else "no files found"
     out = [shown(e.path) + ("/" if e.is_dir else "") for e in result.entries]
-    if result.budget_hit:
+    if result.more:
+        last = json.dumps(shown(result.entries[-1].path), ensure_ascii=False)
+        why = "answer size limit reached" if result.budget_hit else f"stopped at limit={limit}"
         out.append(
-            f"... (answer size limit reached after {len(result.entries)} entries; "
-            "narrow path/pattern or lower maxDepth)"
-        )
-    elif result.more:
-        out.append(
-            f"... (stopped at limit={limit}; more entries exist: "
-            "narrow path/pattern or raise limit)"
+            f"... ({why} after {len(result.entries)} entries; more exist: the same call "
+            f"with after={last} continues)"
         )
     elif result.rules_hid:
         out.append(f"({hid})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 
@@ -54,6 +55,13 @@ class ListQuery:
     max_depth: int
     limit: int
     no_ignore: bool
+    after: str | None = None  # root-relative: list only what comes after it (paging)
+
+
+def listing_key(rel: str) -> tuple[bytes, ...]:
+    """Where `rel` stands in a listing: both engines walk each directory by name bytes,
+    a directory before what it holds, which is this tuple order."""
+    return tuple(os.fsencode(part) for part in rel.split("/"))
 
 
 def add_hits(result: GrepResult, rel: str, lines: list[str], kept: list[int], context: int) -> None:
@@ -126,6 +134,8 @@ def add_listed_dir(result: ListResult, query: ListQuery, rel: str, budget: int) 
 
 
 def _append(result: ListResult, query: ListQuery, entry: Entry, budget: int) -> bool:
+    if query.after is not None and listing_key(entry.path) <= listing_key(query.after):
+        return True  # shown on an earlier page
     size = len(entry.path.encode("utf-8", "surrogateescape")) + 1 + entry.is_dir
     if len(result.entries) >= query.limit or result.used + size > budget:
         result.more = True
