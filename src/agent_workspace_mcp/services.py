@@ -46,6 +46,7 @@ class Services:
     sessions: dict = field(default_factory=dict)
     surface: Surface | None = None  # what is served (surface.compute), once registered
     approvals: Approvals | None = None  # with --confirm/--confirm-path (issue 32)
+    git: Any = None  # tools.git's GitReader: it keeps repository checks between calls
 
     @property
     def workspaces(self) -> WorkspaceView:

@@ -29,7 +29,7 @@ async def test_no_null_unions_no_framework_meta_no_single_workspace_argument(ws:
     grep = next(t for t in payload["tools"] if t["name"] == "grep")
     assert grep["inputSchema"]["properties"]["path"] == {
         "type": "string",
-        "description": "Directory or file to search (default: the root).",
+        "description": "Directory or file (default: the root).",
     }
     assert not any("workspace" in t["inputSchema"]["properties"] for t in payload["tools"])
     # The default surface stays within the budget (bench/overhead.py reports it).

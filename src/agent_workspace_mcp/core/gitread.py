@@ -34,13 +34,21 @@ import os
 import re
 import shutil
 import subprocess
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .containment import GIT_DIR_NAME, open_root, root_cwd
 from .errors import WorkspaceError
 from .fdread import read_regular
-from .limits import GIT_ALTERNATES_MAX_BYTES, GIT_OUTPUT_BYTES, GIT_STATUS_TIMEOUT_SECONDS
+from .limits import (
+    GIT_ALTERNATES_MAX_BYTES,
+    GIT_CHECKS_CACHED,
+    GIT_CONFIG_SCAN_BYTES,
+    GIT_OUTPUT_BYTES,
+    GIT_STATUS_TIMEOUT_SECONDS,
+)
 from .osflags import DIR_FLAGS
 from .workspaces import Workspace
 
@@ -85,6 +93,55 @@ class Repository:
     git_dir: str
     work_tree: str
     prefix: str  # the workspace directory relative to the work tree ("" at its top)
+    common_dir: str = ""
+
+
+def _identity(path: str) -> tuple[int, ...] | None:
+    """What tells a path's entry apart from any other and from its own earlier self:
+    device, inode, mtime, ctime (every metadata change), size; None when absent."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+
+def _config_files(repo: Repository, env: Mapping[str, str]) -> list[str]:
+    """Every file git reads configuration from here (the system file is off)."""
+    home = env.get("HOME", "")
+    xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+    files = [os.path.join(repo.git_dir, "config"), os.path.join(repo.git_dir, "config.worktree"),
+             os.path.join(repo.common_dir, "config")]  # fmt: skip
+    if home:
+        files.append(os.path.join(home, ".gitconfig"))
+    if xdg:
+        files.append(os.path.join(xdg, "git", "config"))
+    return files
+
+
+def _fingerprint(here: str, repo: Repository, env: Mapping[str, str]) -> tuple:
+    """Everything the repository check and the filter-driver list were computed from:
+    the `.git` entry of every directory from the workspace up to the work tree's top
+    (discovery), the git and common directories and what they declare (`commondir`,
+    alternates), and every configuration file. Equal fingerprints: the same answers."""
+    dirs = [here]
+    while dirs[-1] != repo.work_tree and dirs[-1] != "/":
+        dirs.append(os.path.dirname(dirs[-1]))
+    paths = [os.path.join(d, GIT_DIR_NAME) for d in dirs]
+    for directory in dict.fromkeys((repo.git_dir, repo.common_dir)):
+        paths += [directory, os.path.join(directory, "commondir"),
+                  os.path.join(directory, "objects", "info", "alternates")]  # fmt: skip
+    paths += _config_files(repo, env)
+    return tuple(_identity(path) for path in paths)
+
+
+def _includes(repo: Repository, env: Mapping[str, str]) -> bool:
+    """Whether a configuration file includes others (whose changes no fingerprint sees)."""
+    for path in _config_files(repo, env):
+        data = read_regular(None, path, GIT_CONFIG_SCAN_BYTES)
+        if data is not None and b"include" in data.lower():
+            return True
+    return False
 
 
 def _inside(path: str, root: str) -> bool:
@@ -106,6 +163,10 @@ class GitReader:
     ) -> None:
         self._env = env
         self._path_dirs = path_dirs
+        # (workspace view, git, HOME) -> (fingerprint, repository, filter overrides): the
+        # two extra git processes a call needed, kept while nothing they read changed.
+        self._checked: OrderedDict[tuple, tuple[tuple, Repository, list[str]]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def _git(self) -> tuple[str, dict[str, str]]:
         dirs = list(self._path_dirs())
@@ -129,16 +190,39 @@ class GitReader:
         git, env = self._git()
         parts = () if ws.confined else tuple(p for p in ws.base.split("/") if p)
         with root_cwd(ws, parts) as cwd:
-            repo = self._repository(git, env, cwd, ws)
+            repo, overrides = self._checked_repository(git, env, cwd, ws)
             env = {**env, "GIT_DIR": repo.git_dir, "GIT_WORK_TREE": repo.work_tree}
             argv = [git, "--no-pager", "--literal-pathspecs"]
             for item in _SAFE_CONFIG:
                 argv += ["-c", item]
-            argv += self._filter_overrides(git, env, cwd)
+            argv += overrides
             out = _run([*argv, *args], cwd, env, timeout)
         if out.returncode != 0:
             raise _failure(out)
         return out.stdout.decode("utf-8", "replace"), repo
+
+    def _checked_repository(
+        self, git: str, env: dict[str, str], cwd: str, ws: Workspace
+    ) -> tuple[Repository, list[str]]:
+        """The repository check and the filter overrides: from the cache while the
+        fingerprint they were computed from is unchanged, else computed (two git runs)."""
+        here = os.path.realpath(cwd)
+        key = (here, ws.root, ws.confined, (ws.anchor or ws).root, git, env.get("HOME"),
+               env.get("XDG_CONFIG_HOME"))  # fmt: skip
+        with self._lock:
+            cached = self._checked.get(key)
+        if cached is not None and _fingerprint(here, cached[1], env) == cached[0]:
+            return cached[1], cached[2]
+        repo = self._repository(git, env, cwd, ws)
+        found = {**env, "GIT_DIR": repo.git_dir, "GIT_WORK_TREE": repo.work_tree}
+        overrides = self._filter_overrides(git, found, cwd)
+        if not _includes(repo, env):
+            with self._lock:
+                self._checked[key] = (_fingerprint(here, repo, env), repo, overrides)
+                self._checked.move_to_end(key)
+                while len(self._checked) > GIT_CHECKS_CACHED:
+                    self._checked.popitem(last=False)
+        return repo, overrides
 
     def _repository(self, git: str, env: dict[str, str], cwd: str, ws: Workspace) -> Repository:
         argv = [git, "--no-pager"]
@@ -167,7 +251,7 @@ class GitReader:
         if ws.confined:
             self._check_declared_inside(ws, git_dir, common_dir, top)
         prefix = "" if here == top else here[len(top) :].strip("/")
-        return Repository(git_dir, top, prefix)
+        return Repository(git_dir, top, prefix, common_dir)
 
     @staticmethod
     def _check_declared_inside(ws: Workspace, git_dir: str, common_dir: str, top: str) -> None:

@@ -317,6 +317,11 @@ GIT_OUTPUT_BYTES = 64 * KIB  # first 32 KiB + last 32 KiB beyond this
 GIT_LOG_DEFAULT = 20  # ours
 GIT_LOG_MAX = 200  # ours
 GIT_ALTERNATES_MAX_BYTES = 64 * KIB  # ours: an alternates file is a few paths
+# issue 36: workspace views whose repository check and filter-driver list are kept
+# (re-used while their fingerprint holds), and how much of a config file is scanned for
+# `include` (one that includes others is never cached).
+GIT_CHECKS_CACHED = 64
+GIT_CONFIG_SCAN_BYTES = 1 * MIB
 
 # --- shutdown ------------------------------------------------------------------
 # ours: how long a signal-triggered shutdown waits for cleanup before exiting anyway,

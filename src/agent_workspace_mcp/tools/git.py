@@ -16,7 +16,10 @@ GitPath = Annotated[str | None, Field(description="Limit to this workspace-relat
 
 
 def _reader(services: Services) -> GitReader:
-    return GitReader(services.child_env, services.child_path_dirs)
+    """One reader per server: it keeps each repository's checks between calls."""
+    if services.git is None:
+        services.git = GitReader(services.child_env, services.child_path_dirs)
+    return services.git
 
 
 def contained(ws, path: str | None) -> list[str]:

@@ -14,7 +14,7 @@ from .base import READ_ONLY, WorkspaceArg, add_tool, bind, numbers_from_limits
 
 SearchPath = Annotated[
     str | None,
-    Field(description="Directory or file to search (default: the root)."),
+    Field(description="Directory or file (default: the root)."),
 ]
 NoIgnore = Annotated[bool, Field(description="Include .gitignore'd files too.")]
 
@@ -49,8 +49,7 @@ def grep(
         str,
         Field(
             min_length=1,
-            description="Regex per line; common ripgrep/Python syntax (no look-around or "
-            "backreferences).",
+            description="Regex per line (ripgrep/Python syntax; no look-around or backreferences).",
         ),
     ],
     path: SearchPath = None,
@@ -72,8 +71,8 @@ def grep(
 ) -> str:
     """Search file contents: `path:LINE: text` per matching line, then a count.
 
-    Skips binary files, symlinks, .git, node_modules, .cache and (unless noIgnore)
-    .gitignore'd files; searches each file's first {mib} MiB.
+    Skips binaries, symlinks, .git, node_modules, .cache and (unless noIgnore)
+    .gitignore'd files; reads each file's first {mib} MiB.
     """
     ws = services.workspaces.get(workspace)
     query = GrepQuery(
@@ -97,21 +96,19 @@ def list_files(
     ] = None,
     maxDepth: Annotated[
         int,
-        Field(ge=1, description=f"Directory levels below path (cap {limits.LIST_MAX_DEPTH})."),
+        Field(ge=1, description=f"Levels below path (cap {limits.LIST_MAX_DEPTH})."),
     ] = limits.LIST_DEFAULT_DEPTH,
     limit: Annotated[
         int, Field(ge=1, description=f"Maximum entries (cap {limits.LIST_MAX_ENTRIES}).")
     ] = limits.LIST_DEFAULT_ENTRIES,
     noIgnore: NoIgnore = False,
-    after: Annotated[
-        str | None, Field(description="Continue a cut listing after this entry.")
-    ] = None,
+    after: Annotated[str | None, Field(description="Continue after this entry.")] = None,
     workspace: WorkspaceArg = None,
 ) -> str:
     """List files and, without a pattern, directories (trailing '/').
 
-    Sorted by path; skips binary files, symlinks, ignored directories and (unless
-    noIgnore) .gitignore'd files.
+    Sorted; skips binaries, symlinks, ignored dirs and (unless noIgnore) .gitignore'd
+    files.
     """
     ws = services.workspaces.get(workspace)
     query = ListQuery(
