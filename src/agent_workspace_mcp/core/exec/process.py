@@ -46,6 +46,9 @@ SECRET_NAME_PATTERNS = (
     "*_PAT", "*COOKIE*", "*_DSN", "*DATABASE_URL*",
     "AWS_*", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCNAME",
 )  # fmt: skip
+# The shapes as one expression: every child's environment is checked name by name, and
+# 28 fnmatch calls per name cost a git call ~0.5 ms (issue 36).
+_SECRET_SHAPES = re.compile("|".join(fnmatch.translate(glob) for glob in SECRET_NAME_PATTERNS))
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
@@ -58,7 +61,7 @@ def is_secret_name(name: str, extra: Iterable[str] = ()) -> bool:
     if name in SCRUBBED_ENV:
         return True
     upper = name.upper()
-    if any(fnmatch.fnmatchcase(upper, glob) for glob in SECRET_NAME_PATTERNS):
+    if _SECRET_SHAPES.match(upper):
         return True
     return any(fnmatch.fnmatchcase(name, glob) for glob in extra if glob)
 
