@@ -278,3 +278,28 @@ async def test_undo_never_replaces_what_it_could_not_put_back(client: Client, ws
     refusal = await fails(client, "undo", force=True)
     assert refusal.startswith("undo refused: a.bin cannot be recorded first")
     assert (ws / "a.bin").stat().st_size == 17 * 1024 * 1024
+
+
+async def test_undo_session_reaches_calls_older_than_the_journal_window(
+    client: Client, ws: Path
+) -> None:
+    """Other agents' work can push a session's first calls out of the newest window the
+    journal is read in (1 MiB): undo(session=) must still revert every call of it, and
+    work_log(session=) still list them (the many-agents race found this)."""
+    from agent_workspace_mcp.core.limits import STATE_READ_BYTES
+
+    await ok(client, "write_file", path="mine.txt", content="one\n")
+    await ok(client, "write_file", path="mine.txt", content="two\n")
+    session = entries(ws)[-1]["session"]
+    other = {"ts": entries(ws)[-1]["ts"], "tool": "write_file", "session": "a-0ther",
+             "client": "other-agent", "paths": ["other.txt"], "result": "ok " + "x" * 400}  # fmt: skip
+    with (ws / ".workspace-mcp" / "journal.jsonl").open("a") as journal:
+        for n in range(STATE_READ_BYTES // 400 + 50):
+            journal.write(json.dumps({**other, "id": f"pad{n}"}) + "\n")
+    await ok(client, "write_file", path="mine.txt", content="three\n")
+
+    listed = await ok(client, "work_log", session=session)
+    assert listed.count("write_file") == 3, listed
+    answer = await ok(client, "undo", session=session)
+    assert answer.startswith("Undid 3 calls"), answer
+    assert not (ws / "mine.txt").exists()

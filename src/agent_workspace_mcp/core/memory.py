@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -147,7 +148,27 @@ class Memory:
                 return False
             return not (change and record.get("change") != change)
 
-        return self.journal(ws).newest(min(limit, WORK_LOG_MAX), keep)
+        # A filter reads the whole journal: what it asks for may lie past the last window.
+        whole = bool(session or change or path)
+        return self.journal(ws).newest(min(limit, WORK_LOG_MAX), keep, whole=whole)
+
+    def call_ids(
+        self, ws: Workspace, *, session: str | None = None, change: str | None = None,
+        by: str | None = None,
+    ) -> set[str]:  # fmt: skip
+        """The ids of every journaled call of one session or change (`by`: of that subject
+        only), however old: what undo and review act on must be complete, never the most
+        recent part (the journal itself is bounded: two files of at most max_bytes)."""
+
+        def keep(record: dict[str, Any]) -> bool:
+            if by is not None and record.get("by") != by:
+                return False
+            if session is not None and record.get("session") != session:
+                return False
+            return change is None or record.get("change") == change
+
+        found = self.journal(ws).newest(sys.maxsize, keep, whole=True)
+        return {str(record.get("id")) for record in found}
 
     def remember(self, ws: Workspace, text: str, tags: list[str]) -> int:
         text = text.strip()

@@ -470,10 +470,6 @@ class JsonlStream:
                 os.rename(loc.name, self.rotated, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
             return size
 
-    def _tail_records(self, name: str) -> list[dict[str, Any]]:
-        """Records in the last STATE_READ_BYTES of a file, oldest first; bad lines skipped."""
-        return [record for _, record in self._window(name, None)[0]]
-
     def _window(self, name: str, end: int | None) -> tuple[list[tuple[int, dict[str, Any]]], int]:
         """(offset, record) pairs in the STATE_READ_BYTES before offset `end` (None: the
         file's end), oldest first, and the offset where the first whole line starts (0:
@@ -516,16 +512,33 @@ class JsonlStream:
         return records, start
 
     def newest(
-        self, limit: int, keep: Callable[[dict[str, Any]], bool] = lambda r: True
+        self,
+        limit: int,
+        keep: Callable[[dict[str, Any]], bool] = lambda r: True,
+        *,
+        whole: bool = False,
     ) -> list[dict[str, Any]]:
-        """Up to `limit` matching records, newest first: current file, then the rotated one."""
+        """Up to `limit` matching records, newest first: current file, then the rotated one.
+
+        By default only the last STATE_READ_BYTES of each file are read (a view of recent
+        work); `whole` reads both files back to their start, window by window, for answers
+        that must be complete (one session's or change's calls, for undo): other agents'
+        work can push a session's first calls out of the last window."""
         found: list[dict[str, Any]] = []
         for name in (self.current, self.rotated):
-            for record in reversed(self._tail_records(name)):
-                if keep(record):
-                    found.append(record)
-                    if len(found) >= limit:
-                        return found
+            end: int | None = None
+            while True:
+                records, start = self._window(name, end)
+                for _, record in reversed(records):
+                    if keep(record):
+                        found.append(record)
+                        if len(found) >= limit:
+                            return found
+                if not whole or start == 0:
+                    break
+                if end is not None and start >= end:
+                    start = max(0, end - STATE_READ_BYTES)  # one line longer than a window
+                end = start
         return found
 
     def page(self, before: int | None, limit: int,

@@ -40,10 +40,8 @@ def _chosen(services: Services, ctx: Context | None, ws, session, change, since)
         history = History(services.checkpoints(ws), subject)
         start = history.find(since)
         return {e.id for e in history.entries[start:]}, f"the calls since #{since.lstrip('#')}"
-    journal = services.memory.journal(ws)
     if change:
-        records = journal.newest(limits.WORK_LOG_MAX, lambda r: r.get("change") == change)
-        return {str(r.get("id")) for r in records}, f"change {change}"
+        return services.memory.call_ids(ws, change=change), f"change {change}"
     if not session:
         session, _ = session_and_client(ctx)
     if not session:
@@ -51,9 +49,8 @@ def _chosen(services: Services, ctx: Context | None, ws, session, change, since)
             "this connection has no session (the 2026-07-28 protocol): pass since=<entry id> "
             "or change=<id> (work_log lists the ids)"
         )
-    records = journal.newest(limits.WORK_LOG_MAX, lambda r: r.get("session") == session)
     what = "this session" if session == session_and_client(ctx)[0] else f"session {session}"
-    return {str(r.get("id")) for r in records}, what
+    return services.memory.call_ids(ws, session=session), what
 
 
 def _reviewed(services: Services, ctx, workspace, session, change, since):

@@ -12,7 +12,6 @@ from typing import Annotated
 from fastmcp import FastMCP
 from pydantic import Field
 
-from ..core import limits
 from ..core.checkpoints import undoing
 from ..requestctx import history_subject
 from ..services import Services
@@ -38,8 +37,8 @@ def undo(
     subject = history_subject(services.settings.share_history)
     ids = None
     if session:
-        made = services.memory.work_log(ws, limit=limits.WORK_LOG_MAX, session=session, by=subject)
-        ids = ({str(r.get("id")) for r in made}, f"session {session[:40]}")
+        made = services.memory.call_ids(ws, session=session, by=subject)
+        ids = (made, f"session {session[:40]}")
     result = undoing.undo(
         ws, services.checkpoints(ws), services.locks, subject=subject,
         steps=steps, to=to, change=change, ids=ids, dry_run=dryRun, force=force,

@@ -138,12 +138,7 @@ class ConsoleState:
         store = self.store(ws)
         ids = None
         if session:
-
-            def of_session(record: dict[str, Any]) -> bool:
-                return record.get("session") == session
-
-            made = self.memory.journal(ws).newest(limits.WORK_LOG_MAX, of_session)
-            ids = ({str(r.get("id")) for r in made}, f"session {session[:40]}")
+            ids = (self.memory.call_ids(ws, session=session), f"session {session[:40]}")
 
         def run() -> str:
             result = undoing.undo(ws, store, self.locks, subject=None, entry=entry, to=to,
