@@ -115,7 +115,16 @@ def _main(args: list[str]) -> int:
                 raise ConfigError(
                     f"WORKSPACE_CWD cannot be entered: {settings.cwd} ({exc.strerror})"
                 ) from None
-        wide = wide_roots(preflight(settings))
+        registry = preflight(settings)
+        wide = wide_roots(registry)
+        handover = None
+        if not settings.http:
+            # Claim stdin/stdout now: answers the server wrote on an earlier start go out
+            # while FastMCP loads (issue 36); everything read is handed to the server.
+            from .transports.early import begin
+
+            confined = not settings.unconfined
+            handover = begin(settings if confined else None, registry.roots())
         if settings.workers > 1:
             # Any worker may answer any request: sessions held in one worker's memory
             # would break on the next request (see transports/workers.py).
@@ -147,7 +156,8 @@ def _main(args: list[str]) -> int:
         return run_http(app, services, line, worker)
     from .transports.stdio import run_stdio
 
-    return run_stdio(app, services, line)
+    assert handover is not None
+    return run_stdio(app, services, line, handover)
 
 
 def _say_warnings(settings, more: list[str]) -> None:

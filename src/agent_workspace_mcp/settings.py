@@ -164,6 +164,12 @@ class Settings(BaseModel):
         "stderr log level", TOOLS, "--log-level", ("WORKSPACE_MCP_LOG_LEVEL",), "LEVEL",
         extra={"upper": True},
     )] = "WARNING"
+    startup_cache: Annotated[bool, Opt(
+        "over stdio, do not answer initialize and tools/list from the answers the server "
+        "wrote on an earlier start while it loads (kept in the user's cache directory, "
+        "never inside a root)",
+        TOOLS, "--no-startup-cache", ("WORKSPACE_MCP_NO_STARTUP_CACHE",), negate=True,
+    )] = True
 
     # --- command execution ------------------------------------------------------------
     shell_mode: Annotated[Literal["allowlist", "any"] | None, Opt(

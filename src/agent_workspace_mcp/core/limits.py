@@ -361,3 +361,14 @@ SEEN_SESSIONS = 256  # ours: session records kept per workspace (least recently 
 SEEN_WRITERS = 4096  # ours: files whose last writer is remembered, to name it in a refusal
 STALE_DIFF_LINES = 40  # ours: lines of "what changed" a refusal shows
 STALE_DIFF_CHARS = 4_000  # ours: and characters (one minified line can be a megabyte)
+
+# --- start-up (issue 36) -----------------------------------------------------------------
+# ours: answers kept for the next start (core.answercache); each key is one settings
+# and client combination, so a handful is normal; the oldest go past this.
+STARTUP_CACHE_ENTRIES = 64
+STARTUP_CACHE_ENTRY_BYTES = 1 * MIB  # ours: tools/list is ~20 KiB; a larger file is refused
+# ours: what the early reader keeps of stdin before the server is ready; a client that
+# sends more before its first answer waits for the server as before.
+STARTUP_EARLY_READ_BYTES = 1 * MIB
+STARTUP_EARLY_LINE_BYTES = 64 * KIB  # ours: a longer frame is never an initialize or tools/list
+STARTUP_KEYED_FRAMES = 16  # ours: requests looked at for one to keep; tools/list comes by the 3rd

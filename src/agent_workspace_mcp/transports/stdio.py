@@ -11,6 +11,9 @@ pydantic cannot serialize re-encoded with its surrogates escaped. FastMCP 4.2's
 transport does.
 While serving, fd 0 reads /dev/null and fd 1 writes to stderr, so a child process or a
 stray print can neither eat a frame nor tear one (the SDK does the same for itself).
+The CLI claims them before FastMCP is imported (`early.Wire`), and what the client sent
+meanwhile, and what was answered early from the start-up cache, is handed over
+(`early.Handover`, issue 36).
 
 Shutdown. FastMCP 4.2's `run()` skips the lifespan cleanup on SIGTERM and, on SIGINT,
 waits for stdin to close before exiting. A desktop client that stops us with a signal
@@ -21,11 +24,9 @@ ourselves, run the same idempotent cleanup the lifespan runs, and leave with
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
-import sys
 import threading
 from typing import Any, BinaryIO
 
@@ -36,61 +37,38 @@ from pydantic_core import PydanticSerializationError
 from ..console import say
 from ..core.limits import SHUTDOWN_CLEANUP_SECONDS, STDIO_FRAME_MAX_BYTES
 from ..services import Services
+from .early import Handover
 from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large
 
 _DISCARD_CHUNK = 1 << 20  # an over-long line is skipped a MiB at a time
 
 
-class _Wire:
-    """fd 0 and 1 claimed for the protocol: private duplicates carry the frames while the
-    standard descriptors point at /dev/null and stderr; both are restored on exit."""
-
-    def __enter__(self) -> _Wire:
-        sys.stdout.flush()
-        try:
-            self.stdin_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-            self.stdout_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
-            null = os.open(os.devnull, os.O_RDONLY)
-            os.dup2(null, 0)
-            os.close(null)
-            os.dup2(2, 1)
-            self.claimed = True
-        except OSError:  # no descriptors to spare: serve them in place
-            self.stdin_fd, self.stdout_fd, self.claimed = 0, 1, False
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.claimed:
-            os.dup2(self.stdin_fd, 0)
-            os.dup2(self.stdout_fd, 1)
-
-
 class _Out:
     """stdout for the SDK's writer and for our error replies: one whole line per write,
-    in order (a lock), written from a worker thread so a slow reader never blocks the loop."""
+    in order (a lock), written from a worker thread so a slow reader never blocks the loop.
+    An answer already sent before start-up finished is checked and not sent again."""
 
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
+    def __init__(self, handover: Handover) -> None:
+        self.handover = handover
         self.lock = anyio.Lock()
 
     async def message(self, message: Any) -> None:
-        await self.send(_serialized(message) + b"\n")
+        data = _serialized(message)
+        if self.handover.pending and self.handover.drop(message, data):
+            return
+        await self.send(data + b"\n")
 
     async def send(self, data: bytes) -> None:
         async with self.lock:
-            await anyio.to_thread.run_sync(self._write_all, data)
-
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.fd, view) :]
+            await anyio.to_thread.run_sync(self.handover.wire.write, data)
 
 
 class _Frames:
     """stdin as parsed, checked messages; a bad frame is answered here and skipped."""
 
-    def __init__(self, fd: int, out: _Out) -> None:
-        self.reader: BinaryIO = open(fd, "rb", buffering=64 * 1024, closefd=False)  # noqa: SIM115
+    def __init__(self, handover: Handover, out: _Out) -> None:
+        self.reader: BinaryIO = handover.take_over()
+        self.handover = handover
         self.out = out
 
     def __aiter__(self) -> _Frames:
@@ -122,6 +100,7 @@ class _Frames:
                 tail = (tail + rest)[-FRAME_ID_SCAN_BYTES:]
                 return too_large(STDIO_FRAME_MAX_BYTES, line[:FRAME_ID_SCAN_BYTES], tail)
             if line.strip():  # blank lines are not frames
+                self.handover.saw(line)
                 return check_frame(line)
 
 
@@ -135,16 +114,16 @@ def _serialized(message: Any) -> bytes:
         return json.dumps(data, separators=(",", ":")).encode()
 
 
-async def _serve(app: FastMCP, log_level: str | None) -> None:
+async def _serve(app: FastMCP, log_level: str | None, handover: Handover) -> None:
     from fastmcp.server.context import reset_transport, set_transport
     from fastmcp.utilities.logging import temporary_log_level
     from mcp.shared.message import SessionMessage
 
     token = set_transport("stdio")
     try:
-        with temporary_log_level(log_level), _Wire() as wire:
-            out = _Out(wire.stdout_fd)
-            frames = _Frames(wire.stdin_fd, out)
+        with temporary_log_level(log_level):
+            out = _Out(handover)
+            frames = _Frames(handover, out)
             read_send, read_receive = anyio.create_memory_object_stream[Any](0)
             write_send, write_receive = anyio.create_memory_object_stream[Any](0)
 
@@ -171,6 +150,7 @@ async def _serve(app: FastMCP, log_level: str | None) -> None:
                 await written.wait()  # the runner closed its write stream: every answer is out
                 group.cancel_scope.cancel()  # a reader still blocked on stdin is not needed
     finally:
+        handover.wire.release()
         reset_transport(token)
 
 
@@ -183,7 +163,7 @@ def _finish_and_exit(services: Services, reason: str) -> None:
     os._exit(0)
 
 
-def run_stdio(app: FastMCP, services: Services, ready_line: str) -> int:
+def run_stdio(app: FastMCP, services: Services, ready_line: str, handover: Handover) -> int:
     async def main() -> None:
         async with anyio.create_task_group() as group:
 
@@ -194,7 +174,7 @@ def run_stdio(app: FastMCP, services: Services, ready_line: str) -> int:
 
             group.start_soon(on_signal)
             say(ready_line)
-            await _serve(app, services.settings.log_level)
+            await _serve(app, services.settings.log_level, handover)
             group.cancel_scope.cancel()
 
     anyio.run(main)

@@ -1,0 +1,121 @@
+"""Answers before FastMCP has loaded (issue 36): initialize and tools/list come from what
+the server wrote on an earlier start with the same key, byte for byte what it writes
+itself; nothing an agent can write is ever served, and a kept answer that differs from
+the server's own is caught, replaced and (for tools/list) announced as changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "startup-test", "version": "1"}}}  # fmt: skip
+AFTER = [
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+     "params": {"name": "read_file", "arguments": {"path": "a.txt"}}},
+]  # fmt: skip
+
+
+def session(ws: Path, cache: Path, *extra: str) -> tuple[list[bytes], str]:
+    """One client session sent in a single write, as a fast client does; stdin stays open
+    until the tools/call is answered. The raw answer lines and stderr."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    frames = b"".join(json.dumps(m).encode() + b"\n" for m in [INIT, *AFTER])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(ws), *extra],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )  # fmt: skip
+    assert proc.stdin and proc.stdout and proc.stderr
+    proc.stdin.write(frames)
+    proc.stdin.flush()
+    lines = []
+    while line := proc.stdout.readline():
+        lines.append(line.rstrip(b"\n"))
+        if json.loads(line).get("id") == 3:
+            break
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    lines += proc.stdout.read().splitlines()
+    return lines, proc.stderr.read().decode()
+
+
+def by_id(lines: list[bytes]) -> dict:
+    return {json.loads(line).get("id", json.loads(line).get("method")): line for line in lines}
+
+
+def kept(cache: Path) -> list[Path]:
+    folder = cache / "agent-workspace-mcp" / "answers"
+    return sorted(folder.glob("*.json")) if folder.exists() else []
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.txt").write_text("alpha\n")
+    return root
+
+
+def test_early_answers_are_the_servers_own_byte_for_byte(ws: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first, _ = session(ws, cache)  # nothing kept yet: the server answers and keeps
+    assert len(kept(cache)) == 2  # initialize and tools/list
+    early, log = session(ws, cache)  # answered from what was kept, then checked
+    plain, _ = session(ws, cache, "--no-startup-cache")
+    assert "differed" not in log
+    for answers in (early, plain):
+        assert len(answers) == 3, answers  # nothing sent twice
+        assert by_id(answers)[1] == by_id(first)[1]
+        assert by_id(answers)["list"] == by_id(first)["list"]
+        assert b"alpha" in by_id(answers)[3]  # the call after them reached the server
+    assert len(json.loads(by_id(early)["list"])["result"]["tools"]) > 20
+
+
+def test_a_kept_answer_that_differs_is_caught_and_replaced(ws: Path, tmp_path: Path) -> None:
+    """Something the key missed (here: the files edited by hand): the client gets what
+    was kept, the server says so, keeps its own, and tells the client the tools changed."""
+    cache = tmp_path / "cache"
+    first, _ = session(ws, cache)
+    for path in kept(cache):
+        path.write_bytes(path.read_bytes().replace(b"read_file", b"read_fil3"))
+    early, log = session(ws, cache)
+    assert b"read_fil3" in by_id(early)["list"]  # proof it was answered from the cache
+    assert "differed from the server's own" in log
+    assert by_id(early)["notifications/tools/list_changed"]
+    assert b"alpha" in by_id(early)[3]
+    again, log = session(ws, cache)
+    assert by_id(again)["list"] == by_id(first)["list"] and "differed" not in log
+
+
+def test_an_agent_cannot_plant_answers(ws: Path, tmp_path: Path) -> None:
+    """Inside a root (where file tools write) the cache is never used; elsewhere a file
+    others may write, or a link, is never read."""
+    inside = ws / ".cache"
+    session(ws, inside)
+    session(ws, inside)
+    assert kept(inside) == []
+
+    cache = tmp_path / "cache"
+    first, _ = session(ws, cache)
+    files = kept(cache)
+    for path in files:
+        path.write_bytes(path.read_bytes().replace(b"read_file", b"read_fil3"))
+    files[0].chmod(0o664)
+    target = tmp_path / "planted.json"
+    target.write_bytes(files[1].read_bytes())
+    files[1].unlink()
+    files[1].symlink_to(target)
+    answers, log = session(ws, cache)
+    assert b"read_fil3" not in b"".join(answers) and "differed" not in log
+    assert by_id(answers)[1] == by_id(first)[1]
+    assert not files[1].is_symlink()  # replaced by the server's own answer
+    assert b"read_fil3" in target.read_bytes()  # and the link's target never written
