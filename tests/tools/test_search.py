@@ -398,13 +398,13 @@ def count_parallel_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     from agent_workspace_mcp.core.search import ripgrep_engine
 
     calls: list[int] = []
-    original = ripgrep_engine._MatchingFiles.wait
+    original = ripgrep_engine._Scan.wait
 
     def counted(self, *args, **kwargs):
         calls.append(1)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(ripgrep_engine._MatchingFiles, "wait", counted)
+    monkeypatch.setattr(ripgrep_engine._Scan, "wait", counted)
     return calls
 
 
@@ -449,3 +449,25 @@ async def test_rules_note_follows_a_gitignore_written_mid_session(tmp_path: Path
         await ok(client, "delete_path", path=".gitignore")
         assert "1 match in 1 file" in await ok(client, "grep", pattern="needle")
         assert await ok(client, "grep", pattern="absent") == "no matches"
+
+
+@needs_rg
+async def test_the_recheck_reads_only_up_to_the_last_match_and_agrees(tmp_path: Path) -> None:
+    """Without context lines a matching file is re-read only up to its last match (at
+    least 8 KiB, for the binary sniff): multibyte text across that cut, CRLF lines, a NUL
+    after 8 KiB (text) or before it (binary), a match past 1 MiB: both engines agree,
+    with and without context, on the sparse full-scan path and the probe's."""
+    tail = ("é" * 5000 + "\n") * 3
+    (tmp_path / "a.txt").write_text("needle one\r\n" + tail + "needle two\n" + tail)
+    (tmp_path / "b.txt").write_bytes(b"x" * 9000 + b"\x00\nneedle three\n")
+    (tmp_path / "c.bin").write_bytes(b"\x00needle binary\n")
+    (tmp_path / "d.txt").write_bytes(b"needle four\n" + b"y" * (1 << 20) + b"\nneedle five\n")
+    (tmp_path / "e.txt").write_text("no trailing newline needle")
+    for context in (0, 2):
+        answers = []
+        for engine in ("python", "rg"):
+            async with open_client(Settings(root=str(tmp_path), search_engine=engine)) as c:
+                answers.append(await ok(c, "grep", pattern="needle", contextLines=context))
+        assert answers[0] == answers[1], context
+        assert "needle three" in answers[0] and "needle binary" not in answers[0]
+        assert "needle five" not in answers[0] and "needle two" in answers[0]

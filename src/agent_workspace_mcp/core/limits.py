@@ -215,10 +215,15 @@ GREP_PROBE_FIRST_MATCH_SECONDS = 0.012
 # answer later than this: the parallel scan would likely end first anyway.
 GREP_PROBE_PROJECTED_SECONDS = 1.5
 GREP_PROBE_CHECK_SECONDS = 0.01
-# ours: files per rg over the parallel scan's matching files, searched in path order; the
-# first chunk is small so an answer that fills early costs little, later ones double.
-GREP_FIRST_CHUNK_FILES = 32
-GREP_CHUNK_MAX_FILES = 1000
+# ours (issue 36): when, after the parallel scan starts, its pace is looked at to decide
+# whether a sorted probe beside it is worth starting (a dense query: `import` in Django
+# has hundreds of matches by the first look; a sparse one a handful or none).
+GREP_PROBE_LOOKS_SECONDS = (0.005, 0.015)
+# ours (issue 36): the parallel scan keeps, in path order, the files with this many matches
+# beyond maxResults (a match its re-check through the containment walk drops is replaced);
+# trees whose last full-scan time is kept, for the probe's give-up rule.
+GREP_SCAN_SPARE_MATCHES = 50
+GREP_SCAN_TIMES_KEPT = 64
 DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's results
 
 # --- code navigation (issue 16) ---------------------------------------------------------

@@ -10,17 +10,17 @@
 - `--text`: rg would stop at the first NUL anywhere in a file; our rule is "NUL in the
   first 8 KiB", so the binary check happens here, on files that produced output.
 - Order, early stop and every core: answers list files in rg's `--sort path` order
-  (per directory, by name bytes), but a sorted rg runs on one thread. So grep starts
-  two at once: a sorted rg (the probe) and a parallel `rg --files-with-matches`, and
-  the first to end wins. A query that fills `maxResults` before the scan ends (the
-  common case) is answered from the probe. A probe with no match after 12 ms, or whose
-  pace projects a full answer later than 1.5 s, is stopped (it would only slow the
-  scan). Otherwise, when the
-  scan ends first, the probe is killed, the files it finished are kept, and the
-  parallel scan's matching files after the last of them
-  are sorted here and searched in that order (rg over them, in growing chunks) until
-  the answer is full: a full scan runs on every core, and only the matching files are
-  read twice.
+  (per directory, by name bytes), but a sorted rg runs on one thread. So grep starts a
+  parallel `rg --json` (the scan) and, 5 and 15 ms in, looks at its pace: when a sorted
+  rg (the probe) would likely fill `maxResults` before the scan ends (a dense query),
+  the probe starts beside it and the first to end wins; a sparse query never pays for
+  a probe (on two cores it would take one from the scan). The scan's output, in any
+  order, is kept bounded: only the first files in path order that the answer can use.
+  When the scan wins, the probe is killed, the files it finished are kept, and the
+  scan's files after the last of them are taken in path order: sorting happens here,
+  not in rg, so a full scan runs on every core and nothing is searched twice (issue 36).
+  A probe with no match 12 ms after its start, or whose pace projects a full answer
+  later than the last full scan of the same tree took, is stopped.
 - Include globs are applied here, not passed as `--glob`: rg's globs are overrides
   that beat `.gitignore` and can whitelist an excluded directory (verified: `*.[!t]*`
   re-included `.workspace-mcp/` and `*.log` files).
@@ -30,13 +30,15 @@
 - rg walks by name, so a directory swapped for a symlink mid-walk can make it read
   outside the root. Nothing it reports is trusted: rg starts in the checked root
   (`/proc/self/fd/N`), every reported file is re-opened through the containment walk,
-  and answers show only lines read from that verified open that equal what rg saw; a
-  listed name must exist as a regular file in its verified directory.
+  and answers show only lines read from that verified open that equal what rg saw (the
+  same read sniffs for binary; without context lines it stops after the last match);
+  a listed name must exist as a regular file in its verified directory.
 """
 
 from __future__ import annotations
 
 import base64
+import bisect
 import contextlib
 import json
 import os
@@ -50,6 +52,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ..containment import locate, root_cwd
 from ..errors import InvalidArgumentError, WorkspaceError
@@ -58,11 +61,12 @@ from ..limits import (
     BINARY_SNIFF_BYTES,
     DIR_FD_CACHE,
     GREP_BYTES_PER_FILE,
-    GREP_CHUNK_MAX_FILES,
-    GREP_FIRST_CHUNK_FILES,
     GREP_PROBE_CHECK_SECONDS,
     GREP_PROBE_FIRST_MATCH_SECONDS,
+    GREP_PROBE_LOOKS_SECONDS,
     GREP_PROBE_PROJECTED_SECONDS,
+    GREP_SCAN_SPARE_MATCHES,
+    GREP_SCAN_TIMES_KEPT,
     GREP_TIME_BUDGET_SECONDS,
     IGNORED_DIRS,
     PIPE_DRAIN_GRACE_SECONDS,
@@ -225,93 +229,230 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
     include = compile_glob(query.include)
     result = GrepResult()
     deadline = time.monotonic() + GREP_TIME_BUDGET_SECONDS
+    tree = (ws.name, ws.root, start, query.no_ignore, tuple(ancestor))
     with _ignore_file(ancestor, query.no_ignore) as ignore_file, root_cwd(ws) as cwd:
         base = _base_args(rg, query.no_ignore, ignore_file)
         unsorted = _base_args(rg, query.no_ignore, ignore_file, ordered=False)
         pattern = ["--text"] + (["--ignore-case"] if query.ignore_case else [])
         pattern += ["-e", query.pattern, "--"]
         where = start or "."
-        sorted_args = [*base, "--json", "--line-number", *pattern, where]
-        probe = _Stream(
+        # The parallel scan runs first; a sorted probe starts beside it only when the
+        # scan's early pace says the probe would fill the answer before the scan ends
+        # (on two cores each takes one, so a probe that loses slows the scan). Then
+        # whichever ends first wins; the scan's end stops the probe.
+        scan = _Scan(
             ws,
             include,
-            sorted_args,
-            cwd,
-            deadline - time.monotonic(),
-            filled=lambda: result.matches / query.max_results,
-        )
-        # Whichever ends first wins: a probe that fills the answer, or the parallel scan
-        # (which then stops the probe).
-        scan = _MatchingFiles(
-            [*unsorted, "--files-with-matches", "--null", *pattern, where],
+            [*unsorted, "--json", "--line-number", *pattern, where],
             cwd,
             deadline,
-            on_done=probe.expire,
+            needed=query.max_results + 1,
+            context=query.context,
         )
+        probe = None
+        done_upto = None
         try:
-            done_upto = probe.take_in_order(result, query)
-            if not probe.expired or probe.stopped:
-                return result
-            later = [
-                rel for rel in scan.wait()
-                if (include is None or include.matches(rel))
-                and (done_upto is None or _path_key(rel) > done_upto)
-            ]  # fmt: skip
+            expected = _SCAN_SECONDS.get(tree, GREP_PROBE_PROJECTED_SECONDS)
+            for look in GREP_PROBE_LOOKS_SECONDS:
+                if scan.ended_within(look - scan.elapsed()):
+                    break
+                if scan.worth_a_probe(query.max_results, expected):
+                    probe = _Stream(
+                        ws,
+                        include,
+                        [*base, "--json", "--line-number", *pattern, where],
+                        cwd,
+                        deadline - time.monotonic(),
+                        filled=lambda: result.matches / query.max_results,
+                        give_up_after=expected,
+                    )
+                    scan.on_done(probe.expire)
+                    break
+            if probe is not None:
+                done_upto = probe.take_in_order(result, query)
+                if not probe.expired or probe.stopped:
+                    return result
+            found = scan.wait()
+            _remember_scan(tree, scan.seconds)
         finally:
             scan.stop()
-        # The matching files after the probe's last, searched in path order until the
-        # answer is full.
-        later.sort(key=_path_key)
-        search = [rg, "--no-config", "--json", "--line-number", "-j1", *pattern]
-        for chunk in _growing_chunks(later):
-            stream = _Stream(ws, include, [*search, *chunk], cwd, deadline - time.monotonic())
-            stream.take_in_order(result, query)
-            if stream.expired:
-                raise _timeout()
-            if stream.stopped:
-                break
+    # The scan's files after the probe's last, in path order, until the answer is full.
+    for key, file, lines in found:
+        if done_upto is not None and key <= done_upto:
+            continue
+        if not _take_verified(ws, result, query, file, lines):
+            break
     return result
 
 
-def _growing_chunks(files: list[str]) -> Iterator[list[str]]:
-    """Small first (an answer that fills early costs little), doubling to a cap that
-    keeps one command line far below ARG_MAX."""
-    size, at = GREP_FIRST_CHUNK_FILES, 0
-    while at < len(files):
-        yield files[at : at + size]
-        at += size
-        size = min(size * 2, GREP_CHUNK_MAX_FILES)
+# How long the last full parallel scan of a tree took: a probe projected to fill its
+# answer later than that only slows the scan it runs beside (two cores: each takes one).
+_SCAN_SECONDS: dict[tuple, float] = {}
 
 
-class _MatchingFiles:
-    """A parallel `rg --files-with-matches` running in the background; its NUL-separated
-    output is drained by a thread so its pipe never stalls it."""
+def _remember_scan(tree: tuple, seconds: float) -> None:
+    _SCAN_SECONDS.pop(tree, None)
+    _SCAN_SECONDS[tree] = seconds
+    while len(_SCAN_SECONDS) > GREP_SCAN_TIMES_KEPT:
+        del _SCAN_SECONDS[next(iter(_SCAN_SECONDS))]
 
-    def __init__(self, args: list[str], cwd: str, deadline: float, on_done) -> None:
+
+def _take_verified(ws: Workspace, result: GrepResult, query: GrepQuery, file: _Found,
+                   lines: list[str] | None = None) -> bool:  # fmt: skip
+    """One file's matches, only those whose line, read again through the containment
+    walk (`lines`, when already read so), is the line rg saw: what rg read elsewhere
+    mid-swap never reaches the answer. False when the answer is full."""
+    rel, matched, texts = file.rel, file.matched, file.texts
+    if lines is None:
+        lines = _verified_lines(ws, rel, file.needs(query.context))
+    kept = [i for i in matched if lines and i < len(lines) and lines[i] == texts[i]]
+    return take(result, query, rel, kept, lines or [])
+
+
+@dataclass
+class _Found:
+    """One file rg reported: the matched line indexes, rg's text of each, and where the
+    last matched line ends (bytes), which is all a re-check without context reads."""
+
+    rel: str
+    matched: list[int]
+    texts: dict[int, str]
+    end: int
+
+    def needs(self, context: int) -> int:
+        """Bytes to read to re-check it (and sniff it): with context lines, all that is
+        searched; without, up to the last match (cut at a newline, so the lines before
+        decode exactly as in the whole file)."""
+        if context:
+            return GREP_BYTES_PER_FILE + 1
+        return max(self.end, BINARY_SNIFF_BYTES)
+
+
+class _Files:
+    """rg's JSON messages turned into (path, matched line indexes, rg's text of each)
+    per file, with the include glob and the 1 MiB line limit; binary files are left out
+    by the re-check, which reads the first 8 KiB whatever else it reads."""
+
+    def __init__(self, include) -> None:
+        self.include = include
+        self.current = ""
+        self.skip = False
+        self.matched: list[int] = []
+        self.texts: dict[int, str] = {}
+        self.end = 0
+
+    def feed(self, raw: bytes) -> _Found | None:
+        """The file that `raw` completes, if any; ValueError on a line that is not JSON
+        (the last line of a killed rg)."""
+        message = json.loads(raw)
+        kind = message["type"]
+        data = message.get("data", {})
+        if kind == "begin":
+            current = os.fsdecode(_decode(data["path"]))
+            self.current = current[2:] if current.startswith("./") else current
+            self.skip = self.include is not None and not self.include.matches(self.current)
+            self.matched, self.texts, self.end = [], {}, 0
+        elif kind == "match" and not self.skip:
+            line = _decode(data["lines"])
+            if data["absolute_offset"] + len(line) > GREP_BYTES_PER_FILE:
+                return None  # only whole lines within the first 1 MiB are searched
+            index = data["line_number"] - 1
+            self.end = data["absolute_offset"] + len(line)
+            self.matched.append(index)
+            self.texts[index] = line.decode("utf-8", "replace").rstrip("\n")
+        elif kind == "end" and not self.skip and self.matched:
+            done = _Found(self.current, self.matched, self.texts, self.end)
+            self.matched = []
+            return done
+        return None
+
+
+class _Scan:
+    """A parallel `rg --json` running in the background. A thread reads its output and
+    keeps, of the files it reports in any order, only the first ones in path order that
+    an answer can use (`needed` matches, plus spares), so memory stays bounded whatever
+    the query matches. While the files kept hold fewer matches than that, each new one
+    is read through the containment walk there and then (the binary sniff and the
+    re-check in one read), so on a sparse full scan that work overlaps rg's."""
+
+    def __init__(self, ws: Workspace, include, args: list[str], cwd: str, deadline: float,
+                 needed: int, context: int) -> None:  # fmt: skip
+        self.ws = ws
+        self.context = context
         self.deadline = deadline
-        self._on_done = on_done
+        self.needed = needed + GREP_SCAN_SPARE_MATCHES
+        self._done: Callable[[], None] | None = None
+        self._files = _Files(include)
+        self.kept: list[tuple[list[bytes], _Found, list[str] | None]] = []
+        self._count = 0
+        self.seen = 0  # matches reported so far, kept or not: the scan's pace
+        self._started = time.monotonic()
+        self.seconds = 0.0
         self.proc = _spawn(args, cwd)
-        self._out = bytearray()
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def ended_within(self, seconds: float) -> bool:
+        self._reader.join(max(0.0, seconds))
+        return not self._reader.is_alive()
+
+    def worth_a_probe(self, wanted: int, expected: float) -> bool:
+        """Whether a sorted single-threaded rg would likely fill `wanted` matches before
+        this scan (expected to take `expected` s in all) ends: at the scan's pace so far,
+        halved (one thread against the scan's two)."""
+        seen, elapsed = self.seen, self.elapsed()
+        if seen == 0:
+            return False
+        return 2 * elapsed * wanted / seen < expected - elapsed
+
+    def on_done(self, callback: Callable[[], None]) -> None:
+        self._done = callback
+        if not self._reader.is_alive() and self.proc.returncode in (0, 1):
+            callback()
 
     def _drain(self) -> None:
         assert self.proc.stdout is not None
         with contextlib.suppress(OSError, ValueError):
-            for chunk in iter(lambda: self.proc.stdout.read1(1 << 16), b""):  # type: ignore[union-attr,attr-defined]
-                self._out += chunk
-        if self.proc.wait() == 0 or self.proc.returncode == 1:
-            self._on_done()  # complete (0: matches, 1: none): the probe is overtaken
+            for raw in self.proc.stdout:
+                if raw.startswith(b'{"type":"match"'):
+                    self.seen += 1
+                done = self._files.feed(raw)
+                if done is not None:
+                    self._keep(done)
+        self.seconds = time.monotonic() - self._started
+        if (self.proc.wait() == 0 or self.proc.returncode == 1) and self._done is not None:
+            self._done()  # complete (0: matches, 1: none): the probe is overtaken
 
-    def wait(self) -> list[str]:
+    def _keep(self, file: _Found) -> None:
+        key = _path_key(file.rel)
+        if len(self.kept) > 1 and self._count >= self.needed and key > self.kept[-1][0]:
+            return  # after every file kept, which already suffice
+        lines = None
+        if self._count < self.needed:
+            data = _read(self.ws, file.rel, file.needs(self.context))
+            if data is None or b"\x00" in data[:BINARY_SNIFF_BYTES]:
+                return
+            lines = lines_searched_in(data)
+        elif _is_binary(self.ws, file.rel):
+            return
+        at = bisect.bisect(self.kept, key, key=lambda item: item[0])
+        self.kept.insert(at, (key, file, lines))
+        self._count += len(file.matched)
+        # The last file in path order is not needed when the ones before it suffice.
+        while len(self.kept) > 1 and self._count - len(self.kept[-1][1].matched) >= self.needed:
+            self._count -= len(self.kept.pop()[1].matched)
+
+    def wait(self) -> list[tuple[list[bytes], _Found, list[str] | None]]:
         # Joining the reader (rg's stdout at EOF) rather than `Popen.wait(timeout)`,
         # which polls with sleeps of up to 50 ms.
         self._reader.join(max(0.0, self.deadline - time.monotonic()))
         if self._reader.is_alive():
             raise _timeout()
         self.proc.wait()
-        names = [os.fsdecode(raw) for raw in bytes(self._out).split(b"\x00") if raw]
-        return [name[2:] if name.startswith("./") else name for name in names]
+        return self.kept
 
     def stop(self) -> None:
         _stop(self.proc)
@@ -319,9 +460,7 @@ class _MatchingFiles:
 
 
 class _Stream:
-    """One rg process and its JSON stream, with the checks every reported file passes:
-    the include glob, the binary sniff, the 1 MiB line limit, and the lines re-read
-    through the containment walk."""
+    """One sorted rg process and its JSON stream, taken file by file as rg finishes them."""
 
     def __init__(
         self,
@@ -331,19 +470,22 @@ class _Stream:
         cwd: str,
         seconds: float,
         filled: Callable[[], float] | None = None,
+        give_up_after: float | None = None,
     ) -> None:
         """rg is killed after `seconds` (or by `expire()`). A probe (`filled` gives the
         share of the answer collected so far) is also killed when it is not worth its
         CPU beside the parallel scan: no match at all after GREP_PROBE_FIRST_MATCH_SECONDS,
-        or, projecting its pace, a full answer later than GREP_PROBE_PROJECTED_SECONDS."""
+        or, projecting its pace, a full answer later than GREP_PROBE_PROJECTED_SECONDS or
+        than the last full scan of the same tree took (`give_up_after`)."""
         self.ws = ws
-        self.include = include
+        self.files = _Files(include)
         self.expired = False  # the timer killed rg before it finished
         self.stopped = False  # we stopped reading: the answer was full
         self.proc = _spawn(args, cwd)
         self._started = time.monotonic()
         self._end = self._started + seconds
         self._filled = filled
+        self._projected = min(GREP_PROBE_PROJECTED_SECONDS, give_up_after or float("inf"))
         first = min(seconds, GREP_PROBE_FIRST_MATCH_SECONDS) if filled else seconds
         self._timer = threading.Timer(max(0.0, first), self._check)
         self._timer.start()
@@ -355,7 +497,7 @@ class _Stream:
             return
         share = self._filled()
         elapsed = now - self._started
-        if share <= 0 or elapsed / share > GREP_PROBE_PROJECTED_SECONDS:
+        if share <= 0 or elapsed / share > self._projected:
             self.expire()
             return
         self._timer = threading.Timer(min(GREP_PROBE_CHECK_SECONDS, self._end - now), self._check)
@@ -366,49 +508,20 @@ class _Stream:
             self.expired = True
             _kill_group(self.proc)
 
-    def files(self) -> Iterator[tuple[str, list[int], dict[int, str]]]:
-        """(path, matched line indexes, rg's text of each) per file rg finished."""
-        assert self.proc.stdout is not None
-        current = ""
-        skip = False
-        matched: list[int] = []
-        texts: dict[int, str] = {}
-        for raw in self.proc.stdout:
-            try:
-                message = json.loads(raw)
-            except ValueError:
-                break  # the last line of a killed rg
-            kind = message["type"]
-            data = message.get("data", {})
-            if kind == "begin":
-                current = os.fsdecode(_decode(data["path"]))
-                current = current[2:] if current.startswith("./") else current
-                skip = (
-                    self.include is not None and not self.include.matches(current)
-                ) or _is_binary(self.ws, current)
-                matched, texts = [], {}
-            elif kind == "match" and not skip:
-                line = _decode(data["lines"])
-                if data["absolute_offset"] + len(line) > GREP_BYTES_PER_FILE:
-                    continue  # only whole lines within the first 1 MiB are searched
-                index = data["line_number"] - 1
-                matched.append(index)
-                texts[index] = line.decode("utf-8", "replace").rstrip("\n")
-            elif kind == "end" and not skip and matched:
-                yield current, matched, texts
-                matched = []
-
     def take_in_order(self, result: GrepResult, query: GrepQuery) -> list[bytes] | None:
         """Take files as rg finishes them (in order); the sort key of the last one."""
+        assert self.proc.stdout is not None
         last = None
         try:
-            for rel, matched, texts in self.files():
-                # Only matches whose line, read through the containment walk, is the line
-                # rg saw: what rg read elsewhere mid-swap never reaches the answer.
-                lines = _verified_lines(self.ws, rel)
-                kept = [i for i in matched if lines and i < len(lines) and lines[i] == texts[i]]
-                last = _path_key(rel)
-                if not take(result, query, rel, kept, lines or []):
+            for raw in self.proc.stdout:
+                try:
+                    done = self.files.feed(raw)
+                except ValueError:
+                    break  # the last line of a killed rg
+                if done is None:
+                    continue
+                last = _path_key(done.rel)
+                if not _take_verified(self.ws, result, query, done):
                     self.stopped = True
                     return last
             self._finish()
@@ -439,9 +552,10 @@ def _timeout() -> SearchTimeout:
     )
 
 
-def _verified_lines(ws: Workspace, rel: str) -> list[str] | None:
-    """The file's searched lines, read through the containment walk; None if unreadable."""
-    data = _read(ws, rel, GREP_BYTES_PER_FILE + 1)
+def _verified_lines(ws: Workspace, rel: str, size: int) -> list[str] | None:
+    """The file's searched lines in its first `size` bytes, read through the containment
+    walk; None if unreadable or binary."""
+    data = _read(ws, rel, size)
     return lines_searched_in(data) if data is not None else None
 
 
