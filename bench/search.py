@@ -35,12 +35,12 @@ from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / ".corpus"
-DJANGO = "Django==5.1.4"
+DJANGO = "Django==5.2.19"  # the corpus issue 36 measured on (6,918 files)
 
 
 def ensure_corpus() -> tuple[Path, Path]:
-    small = CORPUS / "django"
-    big = CORPUS / "django_x20"
+    small = CORPUS / "django-5.2.19"
+    big = CORPUS / "django-5.2.19_x20"
     if not small.exists():
         CORPUS.mkdir(exist_ok=True)
         with tempfile.TemporaryDirectory() as tmp:
@@ -114,6 +114,11 @@ QUERIES = [
         r"get_object_or_404\(",
     ),
     ("grep", "none: zqxjv_no_match", {"pattern": "zqxjv_no_match"}, "zqxjv_no_match"),
+    # Full scans that find something: every match is in the answer (82), or the answer
+    # fills only near the end of the tree (113 matches, first 100).
+    ("grep", "full scan: def get_queryset", {"pattern": "def get_queryset"}, "def get_queryset"),
+    ("grep", "full scan: SuspiciousOperation", {"pattern": "SuspiciousOperation"},
+     "SuspiciousOperation"),  # fmt: skip
     ("grep", "common: import (first 100)", {"pattern": "import"}, "import"),
     ("list_files", "list (limit 500)", {"maxDepth": 12}, ""),
     ("list_files", "list (limit 5000)", {"maxDepth": 12, "limit": 5000}, ""),

@@ -218,7 +218,11 @@ GREP_PROBE_CHECK_SECONDS = 0.01
 # ours (issue 36): when, after the parallel scan starts, its pace is looked at to decide
 # whether a sorted probe beside it is worth starting (a dense query: `import` in Django
 # has hundreds of matches by the first look; a sparse one a handful or none).
-GREP_PROBE_LOOKS_SECONDS = (0.005, 0.015)
+GREP_PROBE_LOOKS_SECONDS = (0.005, 0.015, 0.05, 0.15)
+GREP_PROBE_MARGIN = 0.5  # ours: a probe starts when its projected fill is within half of that
+# ...and a probe so started has this share of the scan's expected remaining time (at
+# least GREP_PROBE_FIRST_MATCH_SECONDS) to find its first match in path order.
+GREP_PROBE_PATIENCE_SHARE = 0.25
 # ours (issue 36): the parallel scan keeps, in path order, the files with this many matches
 # beyond maxResults (a match its re-check through the containment walk drops is replaced);
 # trees whose last full-scan time is kept, for the probe's give-up rule.

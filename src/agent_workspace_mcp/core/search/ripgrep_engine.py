@@ -64,6 +64,8 @@ from ..limits import (
     GREP_PROBE_CHECK_SECONDS,
     GREP_PROBE_FIRST_MATCH_SECONDS,
     GREP_PROBE_LOOKS_SECONDS,
+    GREP_PROBE_MARGIN,
+    GREP_PROBE_PATIENCE_SHARE,
     GREP_PROBE_PROJECTED_SECONDS,
     GREP_SCAN_SPARE_MATCHES,
     GREP_SCAN_TIMES_KEPT,
@@ -243,7 +245,9 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
         scan = _Scan(
             ws,
             include,
-            [*unsorted, "--json", "--line-number", *pattern, where],
+            # Line-buffered: its pace is read while it runs (a block-buffered rg holds
+            # back a sparse query's first matches, which would look like none).
+            [*unsorted, "--json", "--line-buffered", "--line-number", *pattern, where],
             cwd,
             deadline,
             needed=query.max_results + 1,
@@ -265,6 +269,12 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
                         deadline - time.monotonic(),
                         filled=lambda: result.matches / query.max_results,
                         give_up_after=expected,
+                        # Started because the scan's pace promises matches: time to find
+                        # the first in path order, a share of what the scan has left.
+                        patience=max(
+                            GREP_PROBE_FIRST_MATCH_SECONDS,
+                            GREP_PROBE_PATIENCE_SHARE * (expected - scan.elapsed()),
+                        ),
                     )
                     scan.on_done(probe.expire)
                     break
@@ -400,13 +410,14 @@ class _Scan:
         return not self._reader.is_alive()
 
     def worth_a_probe(self, wanted: int, expected: float) -> bool:
-        """Whether a sorted single-threaded rg would likely fill `wanted` matches before
-        this scan (expected to take `expected` s in all) ends: at the scan's pace so far,
-        halved (one thread against the scan's two)."""
+        """Whether a sorted single-threaded rg would likely fill `wanted` matches well
+        before this scan (expected to take `expected` s in all) ends: at the scan's pace
+        so far, halved (one thread against the scan's two), within GREP_PROBE_MARGIN of
+        the time the scan has left (matches cluster, and a probe that loses slows it)."""
         seen, elapsed = self.seen, self.elapsed()
         if seen == 0:
             return False
-        return 2 * elapsed * wanted / seen < expected - elapsed
+        return 2 * elapsed * wanted / seen < GREP_PROBE_MARGIN * (expected - elapsed)
 
     def on_done(self, callback: Callable[[], None]) -> None:
         self._done = callback
@@ -471,10 +482,11 @@ class _Stream:
         seconds: float,
         filled: Callable[[], float] | None = None,
         give_up_after: float | None = None,
+        patience: float = GREP_PROBE_FIRST_MATCH_SECONDS,
     ) -> None:
         """rg is killed after `seconds` (or by `expire()`). A probe (`filled` gives the
         share of the answer collected so far) is also killed when it is not worth its
-        CPU beside the parallel scan: no match at all after GREP_PROBE_FIRST_MATCH_SECONDS,
+        CPU beside the parallel scan: no match at all after `patience` seconds,
         or, projecting its pace, a full answer later than GREP_PROBE_PROJECTED_SECONDS or
         than the last full scan of the same tree took (`give_up_after`)."""
         self.ws = ws
@@ -486,7 +498,7 @@ class _Stream:
         self._end = self._started + seconds
         self._filled = filled
         self._projected = min(GREP_PROBE_PROJECTED_SECONDS, give_up_after or float("inf"))
-        first = min(seconds, GREP_PROBE_FIRST_MATCH_SECONDS) if filled else seconds
+        first = min(seconds, patience) if filled else seconds
         self._timer = threading.Timer(max(0.0, first), self._check)
         self._timer.start()
 
