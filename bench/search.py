@@ -117,8 +117,12 @@ QUERIES = [
     # Full scans that find something: every match is in the answer (82), or the answer
     # fills only near the end of the tree (113 matches, first 100).
     ("grep", "full scan: def get_queryset", {"pattern": "def get_queryset"}, "def get_queryset"),
-    ("grep", "full scan: SuspiciousOperation", {"pattern": "SuspiciousOperation"},
-     "SuspiciousOperation"),  # fmt: skip
+    (
+        "grep",
+        "full scan: SuspiciousOperation",
+        {"pattern": "SuspiciousOperation"},
+        "SuspiciousOperation",
+    ),  # fmt: skip
     ("grep", "common: import (first 100)", {"pattern": "import"}, "import"),
     ("list_files", "list (limit 500)", {"maxDepth": 12}, ""),
     ("list_files", "list (limit 5000)", {"maxDepth": 12, "limit": 5000}, ""),

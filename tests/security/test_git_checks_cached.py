@@ -67,3 +67,32 @@ async def test_a_repository_planted_between_calls_in_a_subdirectory(ws: Path) ->
         git(sub, "init", "-q", "-b", "other")
         after = (await call(client, "git_status")).text
     assert "main" in before and "other" in after, (before, after)
+
+
+async def test_another_programs_git_status_keeps_the_checks(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editor's `git status` rewrites the index (index.lock comes and goes in the git
+    directory, whose times change): the checks stay kept, as nothing they read changed;
+    a change to what they read (here the config) is seen at once."""
+    from agent_workspace_mcp.core.gitread import GitReader
+
+    committed(ws)
+    (ws / "a.txt").write_text("changed\n")
+    checks: list[int] = []
+    original = GitReader._repository
+
+    def counted(self, *args):
+        checks.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(GitReader, "_repository", counted)
+    async with open_client(Settings(root=str(ws))) as client:
+        await each_tool(client)
+        for _ in range(3):
+            git(ws, "status")  # another program, with optional locks: writes the index
+            await each_tool(client)
+        assert len(checks) == 1
+        git(ws, "config", "user.name", "someone else")
+        await each_tool(client)
+    assert len(checks) == 2

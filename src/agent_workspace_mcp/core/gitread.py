@@ -33,6 +33,8 @@ import json
 import os
 import re
 import shutil
+import signal
+import stat
 import subprocess
 import threading
 from collections import OrderedDict
@@ -98,12 +100,18 @@ class Repository:
 
 def _identity(path: str) -> tuple[int, ...] | None:
     """What tells a path's entry apart from any other and from its own earlier self:
-    device, inode, mtime, ctime (every metadata change), size; None when absent."""
+    device, inode and type, and for anything but a directory mtime, ctime (every
+    metadata change) and size; None when absent. A directory's times change whenever an
+    entry in it comes or goes (git writes `index.lock` into the git directory on every
+    `git status` another program runs), and what the checks read inside it is
+    fingerprinted file by file, so for a directory only being that same directory counts."""
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+    if stat.S_ISDIR(st.st_mode):
+        return (st.st_dev, st.st_ino, st.st_mode)
+    return (st.st_dev, st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
 
 def _config_files(repo: Repository, env: Mapping[str, str]) -> list[str]:
@@ -335,15 +343,32 @@ def _declares_git_inside(ws: Workspace) -> bool:
 def _run(
     argv: list[str], cwd: str, env: dict[str, str], timeout: float
 ) -> subprocess.CompletedProcess:
+    # Not `subprocess.run(timeout=...)`: after the pipes close it polls for the exit with
+    # sleeps (0.6 ms a call here, a tenth of a `git status`); a timer kills the process
+    # group instead, and the wait blocks.
     try:
-        return subprocess.run(
-            argv, cwd=cwd, env=env, capture_output=True, timeout=timeout,
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git took longer than {timeout:g} s; try a narrower path") from None
     except OSError as exc:
         raise GitError(f"git could not start ({exc.strerror})") from None
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    timer = threading.Timer(timeout, expire)
+    timer.start()
+    try:
+        out, err = proc.communicate()
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raise GitError(f"git took longer than {timeout:g} s; try a narrower path")
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _failure(out: subprocess.CompletedProcess) -> GitError:
