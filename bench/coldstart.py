@@ -142,8 +142,9 @@ def main() -> int:
               f"{shown}")  # fmt: skip
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"benchmark": "coldstart", "cpus": os.cpu_count(),
-                               "unit": "ms from spawn (median)", "rows": rows}, indent=2) + "\n")  # fmt: skip
+    report = {"benchmark": "coldstart", "cpus": os.cpu_count(), "unit": "ms from spawn (median)",
+              "rows": rows}  # fmt: skip
+    out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out}")
     return 0
 
