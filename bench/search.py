@@ -122,7 +122,7 @@ QUERIES = [
         "full scan: SuspiciousOperation",
         {"pattern": "SuspiciousOperation"},
         "SuspiciousOperation",
-    ),  # fmt: skip
+    ),
     ("grep", "common: import (first 100)", {"pattern": "import"}, "import"),
     ("list_files", "list (limit 500)", {"maxDepth": 12}, ""),
     ("list_files", "list (limit 5000)", {"maxDepth": 12, "limit": 5000}, ""),
