@@ -381,3 +381,9 @@ STARTUP_CACHE_ENTRY_BYTES = 1 * MIB  # ours: tools/list is ~20 KiB; a larger fil
 STARTUP_EARLY_READ_BYTES = 1 * MIB
 STARTUP_EARLY_LINE_BYTES = 64 * KIB  # ours: a longer frame is never an initialize or tools/list
 STARTUP_KEYED_FRAMES = 16  # ours: requests looked at for one to keep; tools/list comes by the 3rd
+
+# --- symbol index (issue 36) --------------------------------------------------------------
+# ours: files whose defined names are kept per workspace (in memory and in the state
+# directory), each under its stat signature and content digest; Django has ~2,900 source
+# files, the Linux kernel ~60,000. Past it the least recently used go.
+SYMBOL_INDEX_FILES = 100_000

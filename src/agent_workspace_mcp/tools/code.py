@@ -8,6 +8,7 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from ..core.code import navigate
+from ..core.code.index import index_for
 from ..core.echo import echo, listing
 from ..core.errors import NotFoundError
 from ..core.limits import (
@@ -100,7 +101,8 @@ def find_symbol(
 ) -> str:
     """Where a name is defined: `path:start-end  signature`; comments and strings skipped."""
     ws = services.workspaces.get(workspace)
-    found, cut = navigate.find_symbol(services.search, ws, name, kind)
+    index = index_for(ws, persist=not services.settings.read_only)
+    found, cut = navigate.find_symbol(services.search, ws, name, kind, index)
     if not found:
         raise NotFoundError(f"no definition of {echo(name)} found{_near(services, ws, name)}")
     return _several(found, name, shower(ws), cut=cut, heading=False)

@@ -22,6 +22,7 @@ from ..search.engine import SearchEngine
 from ..search.results import GrepQuery, ListQuery
 from ..textio import is_binary, read_bytes
 from ..workspaces import Workspace
+from .index import SymbolIndex
 from .languages import EXTENSIONS, language_of, supported
 from .outline import Definition, definitions
 
@@ -157,11 +158,15 @@ def _within(lines: list[str], budget: int) -> list[str]:
     return kept
 
 
-def find_definitions(source: Source, name: str) -> list[Definition]:
+def find_definitions(
+    source: Source, name: str, outline: list[Definition] | None = None
+) -> list[Definition]:
     """Definitions matching `name`: a plain name, or a dotted tail of the qualified name
-    (`Parser.parse` matches `module.Parser.parse`)."""
+    (`Parser.parse` matches `module.Parser.parse`); `outline`: the file's, if at hand."""
     found = []
-    for definition in definitions(source.language, source.data):
+    if outline is None:
+        outline = definitions(source.language, source.data)
+    for definition in outline:
         qualified = definition.qualified
         if name == definition.name or qualified == name or qualified.endswith("." + name):
             found.append(definition)
@@ -179,21 +184,45 @@ class Found:
 
 
 def find_symbol(
-    engine: SearchEngine, ws: Workspace, name: str, kind: str | None = None
-) -> tuple[list[Found], bool]:
+    engine: SearchEngine, ws: Workspace, name: str, kind: str | None = None,
+    index: SymbolIndex | None = None,
+) -> tuple[list[Found], bool]:  # fmt: skip
     """Where `name` (plain or dotted) is defined across the workspace: ripgrep narrows the
-    files to those holding the word, tree-sitter confirms. The flag says the prefilter
-    stopped at its cap, so some files were not looked at."""
-    rels, cut = files_with(engine, ws, rf"\b{word_of(name)}\b", None)
+    files to those holding the word (every file, on every core), the symbol index skips
+    the unchanged ones known to define no such name, tree-sitter confirms the rest. The
+    flag says some files were not looked at (the prefilter's cap, or the time bound)."""
+    word = word_of(name)
+    rels = engine.files_matching(ws, None, rf"\b{word}\b", SOURCE_GLOB)
+    cut = False
+    if rels is None:  # no ripgrep: grep's capped prefilter
+        rels, cut = files_with(engine, ws, rf"\b{word}\b", None)
+    signatures = index.signatures(rels) if index is not None else {}
+    if index is not None:
+        rels = [rel for rel in rels if index.may_define(rel, signatures[rel], word)]
     found: list[Found] = []
     deadline = time.monotonic() + limits.CODE_CALL_SECONDS
-    for source in readable(ws, rels):
-        if time.monotonic() > deadline:
-            return found, True  # said as "some files were not looked at"
-        found.extend(
-            Found(source, d) for d in find_definitions(source, name) if kind in (None, d.kind)
-        )
+    try:
+        for source in readable(ws, rels):
+            if time.monotonic() > deadline:
+                return found, True  # said as "some files were not looked at"
+            outline = definitions(source.language, source.data)
+            if index is not None and not outline.partial:
+                index.learn(source.rel, signatures.get(source.rel), defined_words(outline))
+            found.extend(
+                Found(source, d)
+                for d in find_definitions(source, name, outline)
+                if kind in (None, d.kind)
+            )
+    finally:
+        if index is not None:
+            index.save()
     return found, cut
+
+
+def defined_words(outline: list[Definition]) -> frozenset[str]:
+    """Every word a `find_symbol` name can end with and match in this file: each
+    definition's name and the last part of its dotted name (see find_definitions)."""
+    return frozenset(w for d in outline for w in (d.name, d.qualified.rsplit(".", 1)[-1]))
 
 
 def names_like(ws: Workspace, rels: list[str]) -> list[str]:

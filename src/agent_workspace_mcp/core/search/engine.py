@@ -48,6 +48,18 @@ class SearchEngine:
             result.rules_hid = self._rules_hid(ws, start, ancestors)
         return result, start
 
+    def files_matching(
+        self, ws: Workspace, path: str | None, pattern: str, include: str | None
+    ) -> list[str] | None:
+        """Every file with a line matching `pattern`, sorted, by ripgrep on every core;
+        None without ripgrep (then grep's cap applies: the caller falls back to it)."""
+        if not self.rg:
+            return None
+        validate_regex(pattern)
+        start, _, ancestors = self._start(ws, path, False)
+        return sorted(ripgrep_engine.files_matching(self.rg, ws, start, pattern, include,
+                                                    ancestors))  # fmt: skip
+
     def list_files(
         self, ws: Workspace, path: str | None, query: ListQuery
     ) -> tuple[ListResult, str]:

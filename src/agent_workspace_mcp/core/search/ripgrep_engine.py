@@ -571,6 +571,31 @@ def _verified_lines(ws: Workspace, rel: str, size: int) -> list[str] | None:
     return lines_searched_in(data) if data is not None else None
 
 
+def files_matching(rg: str, ws: Workspace, start: str, pattern: str, include: str | None,
+                   ancestor: list[str]) -> list[str]:  # fmt: skip
+    """Root-relative files with a line matching `pattern` (parallel, any order), under the
+    same rules as grep. Names only: whoever reads one opens it through the containment
+    walk, and a name rg saw mid-swap outside the root then fails there."""
+    wanted = compile_glob(include)
+    with _ignore_file(ancestor, False) as ignore_file, root_cwd(ws) as cwd:
+        args = _base_args(rg, False, ignore_file, ordered=False)
+        args += ["--files-with-matches", "--null", "--text", "-e", pattern, "--", start or "."]
+        proc = _spawn(args, cwd)
+        timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, _kill_group, (proc,))
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            out = proc.stdout.read()
+        finally:
+            timer.cancel()
+            _stop(proc)
+    if proc.returncode < 0:  # the timer killed it
+        raise _timeout()
+    names = (os.fsdecode(raw) for raw in out.split(b"\x00") if raw)
+    rels = (name[2:] if name.startswith("./") else name for name in names)
+    return [rel for rel in rels if wanted is None or wanted.matches(rel)]
+
+
 class _DirCache:
     """Directory fds opened through the containment walk, reused for their files.
 
