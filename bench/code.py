@@ -5,7 +5,11 @@
   a symbol from it) and cold (cache cleared: read, parse, query);
 - `find_symbol` against the ripgrep prefilter it runs (`grep` of `\\bNAME\\b` over the
   source files, the same call through the same client);
-- `find_references` against `grep` for the same word.
+- `find_references` against `grep` for the same word;
+- `find_symbol` against `rg -l -w NAME` spawned directly (issue 36's floor): warm (a
+  repeated query), cold (a new query on a running server: the outline cache cleared,
+  the symbol index kept, as after a restart, which loads it from the state directory)
+  and first (nothing kept: every candidate file parsed once).
 
 Every figure is the median of interleaved calls through one in-memory
 `fastmcp.Client`, as a ratio to its floor measured in the same run.
@@ -20,6 +24,7 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,9 +32,10 @@ from pathlib import Path
 from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
-from agent_workspace_mcp.core.code import outline
+from agent_workspace_mcp.core.code import index, outline
 from agent_workspace_mcp.core.code.languages import parse
 from agent_workspace_mcp.core.code.navigate import SOURCE_GLOB
+from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search import ensure_corpus
@@ -71,6 +77,39 @@ async def timed(client: Client, tool: str, args: dict, cold: bool = False) -> fl
     return (time.perf_counter() - started) * 1000
 
 
+SYMBOLS = ("QuerySet", "get_object_or_404", "MigrationAutodetector")
+
+
+def rg_ms(root: Path, name: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([find_rg() or "rg", "-l", "-w", name], cwd=root, capture_output=True)
+    return (time.perf_counter() - started) * 1000
+
+
+async def symbol_rows(client: Client, root: Path, calls: int) -> list[dict]:
+    rows = []
+    for name in SYMBOLS:
+        for mode in ("warm", "cold", "first"):
+            ours, floor = [], []
+            await timed(client, "find_symbol", {"name": name})
+            for _ in range(calls if mode != "first" else max(3, calls // 3)):
+                if mode != "warm":
+                    outline._cache.clear()
+                if mode == "first":
+                    index._indexes.clear()
+                    (root / ".workspace-mcp" / index.STATE_FILE).unlink(missing_ok=True)
+                ours.append(await timed(client, "find_symbol", {"name": name}))
+                floor.append(rg_ms(root, name))
+            row = {"case": f"find_symbol {name}, {mode}", "floor": "rg -l -w",
+                   "ours_ms": round(statistics.median(ours), 1),
+                   "floor_ms": round(statistics.median(floor), 1)}  # fmt: skip
+            row["ratio"] = round(row["ours_ms"] / row["floor_ms"], 2)
+            rows.append(row)
+            print(f"{row['case']:38} {row['ours_ms']:9.1f} {'rg -l -w':>10} "
+                  f"{row['floor_ms']:9.1f} {row['ratio']:6.2f}x", flush=True)  # fmt: skip
+    return rows
+
+
 async def run(calls: int) -> list[dict]:
     small, _ = ensure_corpus()
     rows = []
@@ -105,6 +144,7 @@ async def run(calls: int) -> list[dict]:
                 share = row["parse_only_ms"] / row["floor_ms"]
                 print(f"{'  of which tree-sitter parse alone':38} {row['parse_only_ms']:9.1f} "
                       f"{'':>10} {'':>9} {share:6.2f}x", flush=True)  # fmt: skip
+        rows += await symbol_rows(client, small, calls)
     return rows
 
 
