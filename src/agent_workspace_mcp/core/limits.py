@@ -217,8 +217,9 @@ GREP_PROBE_PROJECTED_SECONDS = 1.5
 GREP_PROBE_CHECK_SECONDS = 0.01
 # ours (issue 36): when, after the parallel scan starts, its pace is looked at to decide
 # whether a sorted probe beside it is worth starting (a dense query: `import` in Django
-# has hundreds of matches by the first look; a sparse one a handful or none).
-GREP_PROBE_LOOKS_SECONDS = (0.005, 0.015, 0.05, 0.15)
+# has hundreds of matches by the first look; a sparse one a handful or none). The later
+# looks serve big trees and cold disks (Django x20 uncached: rg alone took 22 s).
+GREP_PROBE_LOOKS_SECONDS = (0.005, 0.015, 0.05, 0.15, 0.5, 1.5, 5.0)
 GREP_PROBE_MARGIN = 0.5  # ours: a probe starts when its projected fill is within half of that
 # ...and a probe so started has this share of the scan's expected remaining time (at
 # least GREP_PROBE_FIRST_MATCH_SECONDS) to find its first match in path order.

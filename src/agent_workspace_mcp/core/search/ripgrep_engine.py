@@ -260,6 +260,9 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
             for look in GREP_PROBE_LOOKS_SECONDS:
                 if scan.ended_within(look - scan.elapsed()):
                     break
+                # A scan still running at twice what was expected (a cold disk, a tree
+                # never scanned) will likely run as long again.
+                expected = max(expected, 2 * scan.elapsed())
                 if scan.worth_a_probe(query.max_results, expected):
                     probe = _Stream(
                         ws,
