@@ -423,7 +423,10 @@ def _walk(
         hops += 1
         if hops > SYMLINK_HOPS:
             raise WorkspaceError(f"{shown}: too many levels of symbolic links")
-        target = os.readlink(link_name, dir_fd=link_dir_fd)
+        try:
+            target = os.readlink(link_name, dir_fd=link_dir_fd)
+        except OSError:  # no longer a link (or gone): swapped between our two looks
+            raise WorkspaceError(f"{shown}: changed while being opened; retry") from None
         if target.startswith("/"):
             inside = _strip_root(ws, target)
             if inside is None:
@@ -483,7 +486,10 @@ def _walk(
             except OSError as exc:
                 if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
                     raise
-                st = os.stat(comp, dir_fd=fds[-1], follow_symlinks=False)
+                try:
+                    st = os.stat(comp, dir_fd=fds[-1], follow_symlinks=False)
+                except FileNotFoundError:  # renamed away since the open
+                    raise WorkspaceError(f"{shown}: changed while being opened; retry") from None
                 if stat.S_ISLNK(st.st_mode):
                     restart_at_link(fds[-1], comp)
                     continue

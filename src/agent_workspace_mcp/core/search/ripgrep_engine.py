@@ -428,14 +428,22 @@ class _Scan:
             callback()
 
     def _drain(self) -> None:
+        """Read rg's output to its end whatever one file does: a reader that stopped
+        would leave rg blocked on a full pipe until the time budget ran out."""
         assert self.proc.stdout is not None
+        # ValueError: the pipe closed under the loop (`stop()` after the answer was full).
         with contextlib.suppress(OSError, ValueError):
             for raw in self.proc.stdout:
                 if raw.startswith(b'{"type":"match"'):
                     self.seen += 1
-                done = self._files.feed(raw)
-                if done is not None:
-                    self._keep(done)
+                try:
+                    done = self._files.feed(raw)
+                    if done is not None:
+                        self._keep(done)
+                except ValueError:
+                    continue  # the last line of a killed rg
+                except (WorkspaceError, OSError):
+                    continue  # the file changed under the scan: it is not kept
         self.seconds = time.monotonic() - self._started
         if (self.proc.wait() == 0 or self.proc.returncode == 1) and self._done is not None:
             self._done()  # complete (0: matches, 1: none): the probe is overtaken
