@@ -395,6 +395,8 @@ class _Scan:
         self.deadline = deadline
         self.needed = needed + GREP_SCAN_SPARE_MATCHES
         self._done: Callable[[], None] | None = None
+        self._done_lock = threading.Lock()
+        self._complete = False
         self._files = _Files(include)
         self.kept: list[tuple[list[bytes], _Found, list[str] | None]] = []
         self._count = 0
@@ -423,8 +425,12 @@ class _Scan:
         return 2 * elapsed * wanted / seen < GREP_PROBE_MARGIN * (expected - elapsed)
 
     def on_done(self, callback: Callable[[], None]) -> None:
-        self._done = callback
-        if not self._reader.is_alive() and self.proc.returncode in (0, 1):
+        """Call `callback` once the scan is complete (now, if it already is); the lock
+        closes the gap where the reader has looked for a callback and not yet ended."""
+        with self._done_lock:
+            self._done = callback
+            complete = self._complete
+        if complete:
             callback()
 
     def _drain(self) -> None:
@@ -445,8 +451,12 @@ class _Scan:
                 except (WorkspaceError, OSError):
                     continue  # the file changed under the scan: it is not kept
         self.seconds = time.monotonic() - self._started
-        if (self.proc.wait() == 0 or self.proc.returncode == 1) and self._done is not None:
-            self._done()  # complete (0: matches, 1: none): the probe is overtaken
+        complete = self.proc.wait() in (0, 1)  # 0: matches, 1: none
+        with self._done_lock:
+            self._complete = complete
+            callback = self._done
+        if complete and callback is not None:
+            callback()  # the probe is overtaken
 
     def _keep(self, file: _Found) -> None:
         key = _path_key(file.rel)
