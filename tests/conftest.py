@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +18,10 @@ from tests.helpers import CI_REQUIRED
 # tests/test_portable.py re-runs the containment and process tests with every Linux-only
 # feature forced off, so the macOS fallbacks run here too.
 PORTABLE = os.environ.get("AWM_TEST_PORTABLE") == "1"
+
+# The user's private state (the approval key, core.proofkey) is the suite's own, never
+# the developer's: every server and CLI the tests start inherits this.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="awm-test-state-")
 if PORTABLE:
     features.PROC_FD_CWD = False
     features.NAMESPACES = False

@@ -60,7 +60,7 @@ def test_the_features_are_forced_off(tmp_path: Path) -> None:
 def test_bwrap_is_refused_in_one_line_without_namespaces(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(features, "NAMESPACES", False)
     with pytest.raises(ConfigError) as caught:
-        check_bwrap()
+        check_bwrap(os.environ["PATH"].split(os.pathsep))
     assert str(caught.value).startswith("--sandbox bwrap needs Linux (")
     assert "\n" not in str(caught.value)
 

@@ -35,6 +35,12 @@ class TaskCall:
 
 TASK_CALL: ContextVar[TaskCall | None] = ContextVar("task_call", default=None)
 
+# Where a transport guard puts the session it verified for this request (the request
+# scope's `state`): an id the server issued on this transport and checked against the
+# caller (SessionGuard on /mcp, LegacySessionGuard on /messages/). Calls are attributed
+# to it alone, never to a session header the client chose (issue 43).
+VERIFIED_SESSION = "awm_session"
+
 
 def current_subject() -> str | None:
     """The authenticated subject of this request (HTTP), or None (stdio, no auth)."""
@@ -75,10 +81,12 @@ def session_and_client(ctx: Any) -> tuple[str, str | None]:
 
     name = _client_info(ctx, "name")
     try:
-        session = get_http_request().headers.get("mcp-session-id")
+        request = get_http_request()
     except RuntimeError:
         return LOCAL_SESSION, name
-    if not session:
+    state = request.scope.get("state") or {}
+    session = state.get(VERIFIED_SESSION) if isinstance(state, dict) else None
+    if not isinstance(session, str) or not session:
         session = sessionless_agent(current_subject(), name, client_version(ctx))
     return session, name
 

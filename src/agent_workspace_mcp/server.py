@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +19,7 @@ from . import prompts
 from .configuration import PROG, package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
-from .core.exec.commands import resolve_sandbox
+from .core.exec.commands import resolve_sandbox, safe_path_dirs
 from .core.exec.jobs import JobRegistry, default_job_dir
 from .core.locks import PathLocks
 from .core.memory import Memory
@@ -124,8 +125,9 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     job_dir = settings.job_dir or default_job_dir()
     shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
     bwrap, sandbox_said = resolve_sandbox(
-        settings.sandbox, settings.commands_enabled, settings.unconfined
-    )
+        settings.sandbox, settings.commands_enabled, settings.unconfined,
+        safe_path_dirs(os.environ.get("PATH", ""), registry.roots()),
+    )  # fmt: skip
     services = Services(
         settings=settings,
         registry=registry,

@@ -161,7 +161,7 @@ def test_stopping_the_server_kills_sandboxed_jobs(ws: Path) -> None:
     from agent_workspace_mcp.core.exec.commands import check_bwrap
 
     try:
-        check_bwrap()
+        check_bwrap(os.environ["PATH"].split(os.pathsep))
     except ConfigError as exc:
         missing(str(exc))
     proc = start_server(ws, "--shell-any")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -19,7 +20,7 @@ from tests.helpers import ok, requires
 
 def bwrap_usable() -> str | None:
     try:
-        check_bwrap()
+        check_bwrap(os.environ["PATH"].split(os.pathsep))
     except ConfigError as exc:
         return str(exc)
     return None

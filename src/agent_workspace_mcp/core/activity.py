@@ -61,6 +61,32 @@ def capture() -> Iterator[Activity]:
         _current.reset(token)
 
 
+@contextmanager
+def isolated() -> Iterator[Activity]:
+    """A capture that is the only one open: a preview the approval gate runs (a dry run)
+    reports into it and leaves the call's own journal and audit captures untouched."""
+    activity = Activity()
+    token = _current.set((activity,))
+    try:
+        yield activity
+    finally:
+        _current.reset(token)
+
+
+# Set by the approval gate when a person cleared this call to run a program (issue 43):
+# with `--confirm exec`, the runner starts nothing without it, so a tool that runs
+# programs cannot reach the runner around the gate.
+_exec_cleared: ContextVar[bool] = ContextVar("awm_exec_cleared", default=False)
+
+
+def clear_exec() -> None:
+    _exec_cleared.set(True)
+
+
+def exec_cleared() -> bool:
+    return _exec_cleared.get()
+
+
 # The checkpoint of the call being journaled (issue 17), if any: tool bodies report each
 # path before they change it. Outside a recorded call these do nothing.
 _recorder: ContextVar[Recorder | None] = ContextVar("agent_workspace_recorder", default=None)

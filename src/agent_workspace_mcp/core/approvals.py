@@ -9,12 +9,19 @@ asked, for arguments with the same digest; other arguments are a different call.
 Records live in one JSON file in the workspace's state directory, changed only under
 the state lock (threads and processes), so every `--workers` process and the console
 see one truth and an approval cannot be used twice.
+
+That file can be written by the agent (a repository ships one, a command of a subpath
+session plants one), so a record is proven, not read (issue 43): the server seals each
+request it makes, and the decider each decision, with the user's key
+(core.proofkey, outside every root and hidden from commands). A record whose seal does
+not verify is left out of every view, decides nothing, and is named once in the log.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import time
 from collections.abc import Callable
@@ -22,17 +29,28 @@ from typing import Any
 
 from .errors import InvalidArgumentError, NotFoundError, WorkspaceError
 from .limits import CONFIRM_KEPT, CONFIRM_USE_SECONDS
+from .proofkey import decision_key, seal, verify
 from .statefiles import read_json, state_lock, write_json
 from .workspaces import Workspace
 
 FILE = "approvals.json"
 PENDING, APPROVED, DENIED, EXPIRED, USED = "pending", "approved", "denied", "expired", "used"
+log = logging.getLogger("agent_workspace_mcp")
+_named: set[tuple[str, str]] = set()  # (state directory, id) of unproven records, logged once
+REQUEST_FIELDS = ("id", "tool", "digest", "summary", "subject", "session", "client", "created",
+                  "expires")  # fmt: skip
+DECISION_FIELDS = ("id", "digest", "subject", "verdict", "decided_by", "via", "decided",
+                   "use_by", "request_proof")  # fmt: skip
 
 
-def digest(tool: str, arguments: dict[str, Any]) -> str:
-    """The identity of one call: its tool and exact arguments, canonically encoded."""
-    canonical = json.dumps({"tool": tool, "arguments": arguments}, sort_keys=True,
-                           separators=(",", ":"), ensure_ascii=False, default=str)  # fmt: skip
+def digest(tool: str, arguments: dict[str, Any], paths: list[str] | None = None) -> str:
+    """The identity of one call: its tool and exact arguments, canonically encoded, and
+    (when the decision rests on them) the real paths they resolved to."""
+    call: dict[str, Any] = {"tool": tool, "arguments": arguments}
+    if paths is not None:
+        call["paths"] = paths
+    canonical = json.dumps(call, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)  # fmt: skip
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -41,9 +59,33 @@ class ApprovalRefused(WorkspaceError):
 
 
 class Approvals:
-    def __init__(self, timeout: float, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, timeout: float, clock: Callable[[], float] = time.time,
+                 key: bytes | None = None) -> None:  # fmt: skip
         self.timeout = timeout
         self.clock = clock
+        self._key = key
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            self._key = decision_key()
+        return self._key
+
+    def _proven(self, record: dict[str, Any]) -> bool:
+        """Whether the server made this request and, once decided, a decider decided it."""
+        fields = [record.get(name) for name in REQUEST_FIELDS]
+        if not verify(self.key, record.get("request_proof"), *fields):
+            return False
+        verdict = record.get("verdict")
+        status = record.get("status")
+        if verdict is None:
+            return status in (PENDING, EXPIRED)
+        if verdict not in (APPROVED, DENIED) or status not in (verdict, USED, EXPIRED):
+            return False
+        if status == USED and verdict != APPROVED:
+            return False
+        fields = [record.get(name) for name in DECISION_FIELDS]
+        return verify(self.key, record.get("decision_proof"), *fields)
 
     # --- storage ---------------------------------------------------------------------
 
@@ -55,12 +97,21 @@ class Approvals:
         records = value.get("approvals") if isinstance(value, dict) else None
         if not isinstance(records, dict):
             return {}
-        return {k: v for k, v in records.items() if isinstance(v, dict)}
+        kept = {}
+        for key, record in records.items():
+            if isinstance(record, dict) and record.get("id") == key and self._proven(record):
+                kept[key] = record
+            elif (ws.state_dir, str(key)) not in _named:
+                _named.add((ws.state_dir, str(key)))
+                log.warning("approval record %.40r in %s is not sealed by this server or a "
+                            "person's decision (planted or damaged); it decides nothing",
+                            key, ws.state_dir)  # fmt: skip
+        return kept
 
     def _save(self, ws: Workspace, records: dict[str, dict[str, Any]]) -> None:
         if len(records) > CONFIRM_KEPT:  # oldest decided ones go first; pending stay
             done = sorted((r for r in records.values() if r.get("status") != PENDING),
-                          key=lambda r: float(r.get("created", 0)))  # fmt: skip
+                          key=lambda r: _number(r.get("created")))  # fmt: skip
             for record in done[: len(records) - CONFIRM_KEPT]:
                 records.pop(str(record.get("id")), None)
         write_json(ws, {"approvals": records}, FILE)
@@ -70,7 +121,7 @@ class Approvals:
         for record in records.values():
             status = record.get("status")
             deadline = {PENDING: "expires", APPROVED: "use_by"}.get(str(status))
-            if deadline and now > float(record.get(deadline, 0)):
+            if deadline and now > _number(record.get(deadline)):
                 record["status"] = EXPIRED
 
     def _read(self, ws: Workspace) -> dict[str, dict[str, Any]]:
@@ -103,13 +154,14 @@ class Approvals:
                 if record.get("status") == PENDING:
                     return dict(record)
                 # A denial stands for as long as a request would have waited.
-                recent = now - float(record.get("decided", 0)) < self.timeout
+                recent = now - _number(record.get("decided")) < self.timeout
                 if record.get("status") == DENIED and recent:
                     return dict(record)
             record = {"id": "ap-" + secrets.token_hex(5), "tool": tool, "digest": call_digest,
                       "summary": summary, "subject": subject, "session": session,
                       "client": client, "created": now, "expires": now + self.timeout,
                       "status": PENDING}  # fmt: skip
+            record["request_proof"] = seal(self.key, *(record[n] for n in REQUEST_FIELDS))
             records[record["id"]] = record
             return dict(record)
 
@@ -119,7 +171,7 @@ class Approvals:
         """Use an approval of exactly this call by this subject, once; None if none."""
 
         def use(records: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
-            for record in sorted(records.values(), key=lambda r: float(r.get("created", 0))):
+            for record in sorted(records.values(), key=lambda r: _number(r.get("created"))):
                 if (record.get("status") == APPROVED and record.get("digest") == call_digest
                         and record.get("subject") == subject):  # fmt: skip
                     record["status"], record["used"] = USED, self.clock()
@@ -143,7 +195,7 @@ class Approvals:
 
     def pending(self, ws: Workspace) -> list[dict[str, Any]]:
         """Every kept record, newest first (the console shows the pending ones on top)."""
-        return sorted(self._read(ws).values(), key=lambda r: -float(r.get("created", 0)))
+        return sorted(self._read(ws).values(), key=lambda r: -_number(r.get("created")))
 
     def decide(self, ws: Workspace, approval_id: str, *, approve: bool, by: str, via: str,
                call_digest: str | None = None) -> dict[str, Any]:  # fmt: skip
@@ -165,8 +217,15 @@ class Approvals:
                     f"approval {approval_id} is already {record.get('status')}; nothing decided"
                 )
             now = self.clock()
-            record.update(status=APPROVED if approve else DENIED, decided_by=by, via=via,
+            verdict = APPROVED if approve else DENIED
+            record.update(status=verdict, verdict=verdict, decided_by=by, via=via,
                           decided=now, use_by=now + CONFIRM_USE_SECONDS)  # fmt: skip
+            record["decision_proof"] = seal(self.key, *(record.get(n) for n in DECISION_FIELDS))
             return dict(record)
 
         return self._change(ws, settle)
+
+
+def _number(value: Any) -> float:
+    """A record's time as a number; anything else (a damaged field) counts as 0."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0

@@ -33,7 +33,8 @@ import os
 import posixpath
 import stat
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from . import features
@@ -386,10 +387,33 @@ def locate(
     located = _walk(ws, start, user_path, shown, follow_final, create_parents, defer_parents, write)
     if write:
         reason = protected_reason(ws, located.real_parts, shown)
-        if reason:
+        check = _write_check.get()
+        try:
+            if reason:
+                raise ProtectedPathError(reason)
+            if check is not None:
+                check(located)
+        except BaseException:
             located.close()
-            raise ProtectedPathError(reason)
+            raise
     return located
+
+
+# The approval gate's check of every write a call opens (issue 43): what the write
+# resolves to, at the open itself, against the paths a person approved. Set per call
+# (a context variable, so it follows the call into its worker thread).
+_write_check: ContextVar[Callable[[Located], None] | None] = ContextVar(
+    "awm_write_check", default=None
+)
+
+
+@contextlib.contextmanager
+def checking_writes(check: Callable[[Located], None]) -> Iterator[None]:
+    token = _write_check.set(check)
+    try:
+        yield
+    finally:
+        _write_check.reset(token)
 
 
 def _climbs_out(user_path: str) -> bool:

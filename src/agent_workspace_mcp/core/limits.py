@@ -359,6 +359,10 @@ CONFIRM_USE_SECONDS = 600.0  # ours: an approval must be used within this of the
 CONFIRM_KEPT = 500  # ours: approval records kept per workspace (oldest decided go first)
 CONFIRM_SUMMARY_MAX_CHARS = 8_000  # ours: what the person is shown of one call
 CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview
+# ours (issue 43): entries walked below a folder a call deletes, moves or renames, to
+# match --confirm-path globs and count what a delete removes; past it the call is
+# treated as touching a protected path (asked, never waved through).
+TOUCHED_ENTRIES_MAX = 20_000
 
 # --- many agents (issue 34) ----------------------------------------------------------------
 ACTIVE_SESSION_SECONDS = (

@@ -27,27 +27,31 @@ from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from ..core import activity, limits
+from ..core import activity, limits, proofkey
 from ..core.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
-from ..core.containment import locate
+from ..core.callscope import (
+    REVERTS,
+    RUNS_PROGRAMS,
+    Touched,
+    canonical,
+    entries_below,
+    primary_rel,
+    touched,
+)
+from ..core.checkpoints import undoing
+from ..core.containment import Located, ProtectedPathError, checking_writes, locate
 from ..core.echo import echo, listing
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.nearmiss import closest
-from ..core.search.python_engine import walk_files
 from ..core.textio import read_bytes
-from ..requestctx import current_subject, session_and_client
+from ..requestctx import current_subject, history_subject, session_and_client
 from ..services import Services
 
-EXEC = ("run_command", "bash", "start_job", "run_task")
 CLASSES = ("exec", "destructive", "write")
-PREVIEWED = ("edit_file", "patch", "apply_patch")  # tools with dryRun: their diff is shown
-PATH_ARGUMENTS = ("path", "paths", "source", "destination")
+# Tools with dryRun whose preview is what the person is shown (the diff an edit would
+# write, the paths an undo would put back).
+PREVIEWED = ("edit_file", "patch", "apply_patch", "undo", "review_undo")
 ASK = "approval"  # the key of our input request
-
-
-def _deletes_files(patch: Any) -> bool:
-    text = str(patch)
-    return "+++ /dev/null" in text or "*** Delete File" in text or "deleted file mode" in text
 
 
 class ApprovalGate(Middleware):
@@ -64,13 +68,21 @@ class ApprovalGate(Middleware):
             self.paths = GitIgnoreSpec.from_lines(settings.confirm_path)
         self.writes: dict[str, bool] = {}
         self.ours: dict[str, str] = {}
+        # A forged record must not be able to decide; the key must be out of the agent's
+        # reach (core.proofkey), else the server does not start with approvals on.
+        if not settings.unconfined:
+            proofkey.check_outside(services.registry.roots())
+        try:
+            self.approvals.key  # noqa: B018  (made or checked now: a start-up error)
+        except WorkspaceError as exc:
+            raise ConfigError(f"--confirm: {exc}") from None
 
     def configure(self, registered: dict[str, bool], renames: dict[str, str]) -> None:
         """The registered tools (our name -> writes) and the profile's renames; a
         `--confirm` name that is neither a class nor a tool is a ConfigError."""
         self.writes = dict(registered)
         self.ours = {served: ours for ours, served in renames.items()}
-        known = [*CLASSES, *registered, *renames.values(), *EXEC]
+        known = [*CLASSES, *registered, *renames.values(), *RUNS_PROGRAMS]
         for name in self.asked:
             if name not in known:
                 close = closest(name, known)
@@ -81,45 +93,121 @@ class ApprovalGate(Middleware):
 
     # --- which calls ---------------------------------------------------------------------
 
-    def reason(self, tool: str, args: dict[str, Any]) -> str | None:
-        """Why this call needs a person ('--confirm exec', ...), or None."""
+    def named(self, tool: str, args: dict[str, Any]) -> str | None:
+        """Why this call needs a person by its tool and class alone ('--confirm exec'),
+        or None. `tool` is our canonical name (a panel tool decides as its twin)."""
         if tool in self.asked:
             return f"--confirm {tool}"
-        if "exec" in self.asked and tool in EXEC:
+        if "exec" in self.asked and tool in RUNS_PROGRAMS:
             return "--confirm exec"
-        writes = self.writes.get(tool, tool in EXEC)
         if "destructive" in self.asked and (
             tool == "delete_path"
-            or (tool == "move_path" and args.get("overwrite"))
-            or (tool == "apply_patch" and _deletes_files(args.get("patch", "")))
-            or (tool in ("undo", "restore_file") and args.get("force"))
+            or (tool in ("move_path", "rename_path") and args.get("overwrite"))
+            or (tool in REVERTS and args.get("force"))
         ):
             return "--confirm destructive"
-        if "write" in self.asked and writes:
+        if "write" in self.asked and self._writes(tool):
             return "--confirm write"
-        if self.paths is not None and writes:
-            for name in PATH_ARGUMENTS:
-                value = args.get(name)
-                for path in value if isinstance(value, list) else [value]:
-                    if isinstance(path, str) and self.paths.match_file(path.lstrip("/")):
-                        return f"--confirm-path ({path})"
         return None
+
+    def _writes(self, tool: str) -> bool:
+        return self.writes.get(tool, tool in RUNS_PROGRAMS or tool in REVERTS)
+
+    def needs_scope(self, tool: str) -> bool:
+        """Whether the decision needs the paths the call resolves to."""
+        return (self.paths is not None and self._writes(tool) and tool not in RUNS_PROGRAMS) or (
+            "destructive" in self.asked and tool == "apply_patch"
+        )
+
+    def by_paths(self, tool: str, scope: Touched) -> str | None:
+        """Why the paths this call resolves to need a person, or None."""
+        if "destructive" in self.asked and scope.deletes:
+            return "--confirm destructive"
+        if self.paths is None or not self._writes(tool):
+            return None
+        if not scope.complete:
+            return (f"--confirm-path (more than {limits.TOUCHED_ENTRIES_MAX} entries below "
+                    "what it changes were not all looked at)")  # fmt: skip
+        for path in scope.paths:
+            if self.protects(path):
+                return f"--confirm-path ({path})"
+        return None
+
+    def protects(self, rel: str) -> bool:
+        return self.paths is not None and self.paths.match_file(rel.lstrip("/"))
+
+    def guard(self, allowed: set[str]):
+        """The write check for one call: a write that resolves to a protected path not in
+        `allowed` (what the person approved, or nothing) is refused at its open."""
+
+        def check(loc: Located) -> None:
+            rel = primary_rel(loc.workspace, loc.real_parts)
+            covered = [rel]
+            st = loc.lstat()
+            if st is not None and stat.S_ISDIR(st.st_mode) and loc.name:
+                covered.extend(entries_below(loc.dir_fd, loc.name, rel))
+            for path in covered:
+                if path is None or (path not in allowed and self.protects(path)):
+                    raise ProtectedPathError(
+                        f"{loc.display} resolves to {path or rel}, which --confirm-path "
+                        "protects and no approval of this call covers; call again to be asked"
+                    )
+
+        return check
+
+    async def scope(self, context: MiddlewareContext, call_next, tool: str, ws,
+                    args: dict[str, Any]) -> Touched:  # fmt: skip
+        """The paths the call touches: resolved from its arguments, or for an undo, the
+        ones its own dry run reports (they come from the records, not the arguments)."""
+        if tool not in REVERTS:
+            return await anyio.to_thread.run_sync(touched, ws, tool, args)
+        if tool == "restore_file":
+            found = await anyio.to_thread.run_sync(self._restore_paths, ws, args)
+        else:
+            preview = context.message.model_copy(update={"arguments": {**args, "dryRun": True}})
+            with activity.isolated() as seen:
+                await call_next(context.copy(message=preview))
+            found = Touched(complete=len(seen.paths) < limits.UNDO_LINES_SHOWN)
+            for path in seen.paths:
+                found.add(primary_rel(ws, tuple(p for p in path.split("/") if p)))
+        return found
+
+    def _restore_paths(self, ws, args: dict[str, Any]) -> Touched:
+        found = Touched()
+        path, before = args.get("path"), args.get("before")
+        if not isinstance(path, str) or not isinstance(before, str):
+            return found
+        try:
+            result = undoing.restore(
+                ws, self.services.checkpoints(ws), self.services.locks, path, before,
+                subject=history_subject(self.services.settings.share_history), dry_run=True,
+            )  # fmt: skip
+        except WorkspaceError:
+            return found  # the tool refuses the same arguments itself
+        for _verb, rel, _note in result.lines:
+            found.add(primary_rel(ws, tuple(p for p in rel.split("/") if p)))
+        return found
 
     # --- what the person sees --------------------------------------------------------------
 
     async def summary(self, context: MiddlewareContext, call_next, tool: str, ws,
-                      args: dict[str, Any]) -> str:  # fmt: skip
+                      args: dict[str, Any], scope: Touched | None) -> str:  # fmt: skip
         shown = {k: v for k, v in args.items() if k != "workspace"}
         head = f"{tool} in workspace {ws.name}"
+        if scope is not None and scope.paths:
+            named = listing(scope.paths[: limits.CONFIRM_LIST_MAX])
+            more = len(scope.paths) - limits.CONFIRM_LIST_MAX
+            head += f"\ntouches: {named}" + (f" and {more} more" if more > 0 else "")
         if tool in PREVIEWED:  # the tool's own dry run: exactly the diff it would write
             preview = context.message.model_copy(update={"arguments": {**args, "dryRun": True}})
-            result = await call_next(context.copy(message=preview))
+            with activity.isolated():
+                result = await call_next(context.copy(message=preview))
             body = "\n".join(getattr(c, "text", "") for c in getattr(result, "content", []))
         elif tool in ("write_file", "create_file") and isinstance(args.get("content"), str):
             body = await anyio.to_thread.run_sync(_write_diff, ws, args)
         elif tool == "delete_path" and isinstance(args.get("path"), str):
             body = await anyio.to_thread.run_sync(_delete_listing, ws, args["path"])
-        elif tool in EXEC:
+        elif tool in RUNS_PROGRAMS:
             cwd = args.get("cwd") or "."
             command = args.get("command", args.get("script", args.get("name")))
             rest = {k: v for k, v in shown.items() if k not in ("command", "cwd")}
@@ -139,15 +227,35 @@ class ApprovalGate(Middleware):
         deadline = anyio.current_time() + limits.CONFIRM_WAIT_SECONDS
         tool = context.message.name
         args = dict(context.message.arguments or {})
-        why = self.reason(self.ours.get(tool, tool), args)
-        if why is None:
+        ours = canonical(self.ours.get(tool, tool))
+        why = self.named(ours, args)
+        scope: Touched | None = None
+        if why is None and not self.needs_scope(ours):
             return await call_next(context)
         try:
             ws = self.services.workspaces.get(args.get("workspace"))
         except WorkspaceError:
             return await call_next(context)  # the tool names the unknown workspace itself
+        if self.needs_scope(ours):
+            scope = await self.scope(context, call_next, ours, ws, args)
+            why = why or self.by_paths(ours, scope)
+        allowed = set(scope.paths) if scope is not None and why is not None else set()
+        guarded = self.paths is not None and self._writes(ours)
+
+        async def proceed() -> Any:
+            if ours in RUNS_PROGRAMS and why is not None:
+                activity.clear_exec()
+            if not guarded:
+                return await call_next(context)
+            with checking_writes(self.guard(allowed)):
+                return await call_next(context)
+
+        if why is None:
+            return await proceed()
         subject = current_subject()
-        call_digest = digest(tool, args)
+        # The resolved paths are part of what is approved: the same arguments reaching
+        # other files (a link swapped since) are another call.
+        call_digest = digest(tool, args, scope.paths if scope is not None else None)
 
         async def off(fn, *a, **kw):
             try:
@@ -162,7 +270,7 @@ class ApprovalGate(Middleware):
             activity.approved(
                 f"{record['id']} approved by {by} via {via} (digest {call_digest[:12]})"
             )
-            return await call_next(context)
+            return await proceed()
 
         used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
         if used is not None:
@@ -173,7 +281,7 @@ class ApprovalGate(Middleware):
         async def ask() -> dict[str, Any]:
             """The pending request for this call, showing what will run (refused if a
             person denied this very call lately)."""
-            shown = await self.summary(context, call_next, tool, ws, args)
+            shown = await self.summary(context, call_next, ours, ws, args, scope)
             record = await off(self.approvals.request, ws, tool=tool, call_digest=call_digest,
                                summary=shown, subject=subject, session=session,
                                client=client)  # fmt: skip
@@ -344,8 +452,9 @@ def _refused(record: dict[str, Any], why: str) -> ToolError:
 def _write_diff(ws, args: dict[str, Any]) -> str:
     path, new = args["path"], args["content"]
     try:
-        with locate(ws, path) as loc:
-            st = loc.lstat()
+        # defer_parents: a file in a folder that does not exist yet is shown whole.
+        with locate(ws, path, defer_parents=True) as loc:
+            st = None if loc.missing else loc.lstat()
             old = b"" if st is None else read_bytes(loc, limits.CONFIRM_SUMMARY_MAX_CHARS * 4)[0]
     except WorkspaceError as exc:
         return f"(the current file cannot be read: {exc})"
@@ -361,20 +470,24 @@ def _delete_listing(ws, path: str) -> str:
     try:
         with locate(ws, path, follow_final=False) as loc:
             st = loc.lstat()
-            real = loc.real_rel
+            if st is None:
+                return f"{path} does not exist"
+            if not stat.S_ISDIR(st.st_mode):
+                return f"removes {path} ({st.st_size} bytes)"
+            # Every entry goes: the walk by fd counts them all, `.git` and hidden ones too.
+            found: list[str] = []
+            count, complete, special = 0, True, set()
+            for rel in entries_below(loc.dir_fd, loc.name, loc.real_rel):
+                if rel is None:
+                    complete = False
+                    break
+                count += 1
+                special.update(p for p in rel.split("/") if p in (".git", ".workspace-mcp"))
+                if len(found) < limits.CONFIRM_LIST_MAX:
+                    found.append(rel)
     except WorkspaceError as exc:
         return f"(cannot be looked at: {exc})"
-    if st is None:
-        return f"{path} does not exist"
-    if not stat.S_ISDIR(st.st_mode):
-        return f"removes {path} ({st.st_size} bytes)"
-    found: list[str] = []
-    count = 0
-    # The containment walk (fds, no link followed), ignore rules off: every file goes.
-    for rel, _fd in walk_files(ws, real, True, ancestor_rules=[], no_ignore=True,
-                               max_depth=None, include=None):  # fmt: skip
-        count += 1
-        if len(found) < limits.CONFIRM_LIST_MAX:
-            found.append(rel)
-    more = f"\n… and {count - len(found)} more files" if count > len(found) else ""
-    return f"removes the folder {path} with {count} files:\n" + "\n".join(found) + more
+    total = f"{count} entries" if complete else f"more than {count} entries"
+    also = f" (its {listing(sorted(special))} included)" if special else ""
+    more = f"\n… and {count - len(found)} more" if count > len(found) else ""
+    return f"removes the folder {path} and all {total} below it{also}:\n" + "\n".join(found) + more

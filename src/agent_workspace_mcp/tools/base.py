@@ -17,6 +17,7 @@ from fastmcp import FastMCP
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
+from ..core.callscope import RUNS_PROGRAMS
 from ..requestctx import JOURNAL_TAG, READ_TAG, WRITE_TAG
 from .schemas import function_tool
 
@@ -125,8 +126,12 @@ def add_tool(
     title: str | None = None,
     journal: bool | None = None,
     meta: dict[str, Any] | None = None,
+    executes: bool = False,
 ) -> None:
-    """Register `fn`. Mutating tools are journaled unless `journal=False`."""
+    """Register `fn`. Mutating tools are journaled unless `journal=False`. `executes`:
+    the tool runs a program, and must then be in core.callscope.RUNS_PROGRAMS, the one
+    list `--confirm exec` and the runner's clearance read (a new command tool that is
+    not listed fails here, at start-up, instead of escaping the gate)."""
     tags = {READ_TAG if annotations.read_only_hint else WRITE_TAG}
     if journal if journal is not None else not annotations.read_only_hint:
         tags.add(JOURNAL_TAG)
@@ -141,6 +146,10 @@ def add_tool(
     tool = function_tool(
         fn, title=title, description=description, annotations=annotations, tags=tags
     )
+    if executes != (tool.name in RUNS_PROGRAMS):
+        raise RuntimeError(
+            f"tool {tool.name}: executes={executes} disagrees with core.callscope.RUNS_PROGRAMS"
+        )
     if meta is not None:  # e.g. an MCP App's {"ui": {"resourceUri": ...}} (issue 33)
         tool = tool.model_copy(update={"meta": {**(tool.meta or {}), **meta}})
     app.add_tool(tool)

@@ -17,7 +17,7 @@ from fastmcp import Context, FastMCP
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from ..core import activity, limits
+from ..core import activity, limits, proofkey
 from ..core.containment import locate
 from ..core.errors import InvalidArgumentError
 from ..core.exec.commands import (
@@ -77,6 +77,8 @@ class Commands:
             network=settings.sandbox_network,
             allow_git_writes=settings.allow_git_writes,
             die_with_parent=settings.workers <= 1,
+            private=(services.jobs.job_dir, str(proofkey.key_dir())),
+            needs_clearance="exec" in settings.confirm,
         )
         self.runner = Runner(
             services.jobs,
@@ -342,7 +344,9 @@ def register(app: FastMCP, services: Services) -> None:
     for name, (_flag, enabled) in COMMAND_TOOLS.items():
         if enabled(settings):
             fn, annotations, title = tools[name]
-            add_tool(app, bind(fn, runner), annotations=annotations, title=title)
+            # Each tool that starts a program says so (and add_tool holds it to the list).
+            add_tool(app, bind(fn, runner), annotations=annotations, title=title,
+                     executes=fn in (run_command, start_job, bash, run_task))  # fmt: skip
 
 
 def _describe_job(services: Services, job: JobView, tail_bytes: int) -> str:

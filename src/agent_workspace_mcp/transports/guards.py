@@ -32,7 +32,7 @@ from ..core.limits import (
     HTTP_TRACKED_SESSIONS,
 )
 from ..core.workspaces import Subpath
-from ..requestctx import SUBPATH_HEADER, parse_subpath, subject_of_token
+from ..requestctx import SUBPATH_HEADER, VERIFIED_SESSION, parse_subpath, subject_of_token
 from ..services import Services
 from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large
 
@@ -267,7 +267,9 @@ def expire_idle(sessions: dict[str, SessionInfo], idle: float) -> None:
     """Forget sessions idle longer than `idle` seconds (the SDK closes its own then too);
     their ids get 404, so the client opens a new one."""
     cutoff = time.monotonic() - idle
-    for session_id in [k for k, v in sessions.items() if v.used < cutoff]:
+    # A legacy SSE stream's entry lives as long as the stream (legacy_sse drops it).
+    stale = [k for k, v in sessions.items() if v.used < cutoff and not k.startswith("sse:")]
+    for session_id in stale:
         sessions.pop(session_id, None)
 
 
@@ -294,6 +296,12 @@ def subject_of(scope) -> str | None:
 
 def resolve_subpath(services: Services, raw: str) -> Subpath:
     return parse_subpath(services.registry.primary, raw)
+
+
+def verified(scope, session_id: str) -> None:
+    """Attach the session this guard checked to the request (requestctx.VERIFIED_SESSION);
+    the scope's state is copied, never shared with another request."""
+    scope["state"] = {**(scope.get("state") or {}), VERIFIED_SESSION: session_id}
 
 
 class SessionGuard:
@@ -344,6 +352,7 @@ class SessionGuard:
                     return
             if scope["method"] == "DELETE":
                 sessions.pop(session_id, None)
+            verified(scope, session_id)
             await self.app(scope, receive, send)
             return
         subpath = None

@@ -29,7 +29,9 @@ from .guards import (
     anonymous,
     repeated_header,
     resolve_subpath,
+    session_cap,
     subject_of,
+    verified,
 )
 
 SSE_PATH = "/sse"
@@ -76,21 +78,31 @@ class LegacySessionGuard:
         _bind(scope, subpath)
         subject = subject_of(scope)
         sessions = self.services.sessions
-        recorded = False
+        # An open stream is a session: the same caps as /mcp (per credential, in all).
+        full = session_cap(sessions, subject)
+        if full is not None:
+            await _plain(send, 503, full)
+            return
+        recorded: str | None = None
 
         async def remember(message) -> None:
             nonlocal recorded
             if not recorded and message["type"] == "http.response.body":
                 match = _ENDPOINT.search(message.get("body", b""))
                 if match:
-                    session_id = match.group(1).decode().replace("-", "")
-                    sessions[f"sse:{session_id}"] = SessionInfo(subject, subpath, raw)
+                    session_id = match.group(1).decode().replace("-", "").lower()
+                    recorded = f"sse:{session_id}"
+                    sessions[recorded] = SessionInfo(subject, subpath, raw)
                     while len(sessions) > HTTP_TRACKED_SESSIONS:
                         sessions.pop(next(iter(sessions)))
-                    recorded = True
+                    verified(scope, f"sse-{session_id}")
             await send(message)
 
-        await self.app(scope, receive, remember)
+        try:
+            await self.app(scope, receive, remember)
+        finally:
+            if recorded is not None:  # the stream closed: its session is over
+                sessions.pop(recorded, None)
 
     async def _message(self, scope, receive, send) -> None:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
@@ -105,8 +117,10 @@ class LegacySessionGuard:
             await _plain(send, 404, "session not found")
             return
         # The calls of this message run with the subpath the stream was opened with,
-        # whichever request (the stream's or this POST) the framework hands the tools.
+        # whichever request (the stream's or this POST) the framework hands the tools,
+        # and are attributed to the stream's session, never to a header the client chose.
         _bind(scope, info.subpath)
+        verified(scope, f"sse-{session_id}")
         await self.app(scope, receive, send)
 
 

@@ -197,6 +197,7 @@ def bwrap_prefix(
     network: bool = False,
     hidden: Sequence[str] = (),
     toolchains: Sequence[str] = (),
+    private: Sequence[str] = (),
     die_with_parent: bool = True,
 ) -> list[str]:
     """bubblewrap: the workspace read-write, everything else read-only, home directories
@@ -207,8 +208,10 @@ def bwrap_prefix(
     now), after the homes are hidden, so a workspace inside a home is still there;
     `read_only` are (fd, destination) pairs bound read-only on top, for `.git` and the
     server's state directory; `toolchains` are directories inside a hidden home given
-    back read-only. `die_with_parent=False` for `--workers`, where a job outlives the
-    worker that started it (the supervisor reaps and stops it instead).
+    back read-only; `private` are the server's own directories (the job directory, the
+    approval key's), hidden last so no bind above re-exposes them. `die_with_parent=False`
+    for `--workers`, where a job outlives the worker that started it (the supervisor
+    reaps and stops it instead).
     """
     root_bind = (
         ["--bind", workspace_root, workspace_root]
@@ -218,6 +221,7 @@ def bwrap_prefix(
     protected = [arg for fd, dest in read_only for arg in ("--ro-bind-fd", str(fd), dest)]
     homes = [arg for home in hidden for arg in ("--tmpfs", home)]
     tools = [arg for tree in toolchains for arg in ("--ro-bind", tree, tree)]
+    own = [arg for where in private for arg in ("--tmpfs", where)]
     return [
         bwrap,
         "--ro-bind", "/", "/",
@@ -228,6 +232,7 @@ def bwrap_prefix(
         *tools,
         *root_bind,
         *protected,
+        *own,
         *([] if network else ["--unshare-net"]),
         "--unshare-pid",
         "--unshare-ipc",
@@ -238,36 +243,45 @@ def bwrap_prefix(
     ]  # fmt: skip
 
 
-def resolve_sandbox(mode: str, commands_enabled: bool, unconfined: bool) -> tuple[str | None, str]:
+def resolve_sandbox(
+    mode: str, commands_enabled: bool, unconfined: bool, path_dirs: Sequence[str]
+) -> tuple[str | None, str]:
     """(the checked bwrap binary or None, how commands run: for the start-up line).
 
     `auto` sandboxes wherever bubblewrap works, so the safe choice is the default;
     `bwrap` requires it (ConfigError otherwise); `none`, and an unconfined server,
-    whose agent may touch any path anyway, run commands as the user."""
+    whose agent may touch any path anyway, run commands as the user. `path_dirs`: the
+    PATH entries outside every root (safe_path_dirs), as for command[0] and git."""
     if not commands_enabled or mode == "none":
         return None, "unsandboxed: --sandbox none" if mode == "none" else ""
     if mode == "bwrap":
-        return check_bwrap(), "sandbox bwrap"
+        return check_bwrap(path_dirs), "sandbox bwrap"
     if unconfined:
         return None, "unsandboxed: --unconfined"
     try:
-        return check_bwrap(), "sandbox bwrap"
+        return check_bwrap(path_dirs), "sandbox bwrap"
     except ConfigError as exc:
         why = str(exc).removeprefix("--sandbox bwrap: ").removeprefix("--sandbox bwrap ")
         return None, f"unsandboxed: {why}"
 
 
-def check_bwrap() -> str:
-    """The bwrap binary, proven able to create its namespaces here; else one clear line."""
+def check_bwrap(path_dirs: Sequence[str]) -> str:
+    """The bwrap binary, proven able to create its namespaces here; else one clear line.
+    Looked up only in `path_dirs`: a `bwrap` the agent wrote into a PATH entry inside a
+    root (an activated `.venv/bin`) would otherwise run as the user for every command."""
     if not features.NAMESPACES:
         raise ConfigError(
             f"--sandbox bwrap needs Linux (bubblewrap uses Linux namespaces; this is "
             f"{sys.platform}): leave it out, or run the server in a Linux VM or container"
         )
-    bwrap = shutil.which("bwrap")
+    bwrap = which("bwrap", path_dirs)
     if bwrap is None:
+        inside = shutil.which("bwrap")
         raise ConfigError(
-            "--sandbox bwrap: bubblewrap is not installed (Debian package 'bubblewrap')"
+            f"--sandbox bwrap: the only bwrap on PATH ({inside}) is inside a workspace, where "
+            "the agent can replace it; install bubblewrap system-wide"
+            if inside
+            else "--sandbox bwrap: bubblewrap is not installed (Debian package 'bubblewrap')"
         )
     problem = _probe(bwrap)
     if problem:

@@ -40,6 +40,11 @@ class Confinement:
     network: bool = False
     allow_git_writes: bool = False
     die_with_parent: bool = True
+    # The server's own directories no command may read (the job directory with the
+    # workers' shared key, the approval key's directory): hidden in the sandbox.
+    private: tuple[str, ...] = ()
+    # `--confirm exec`: nothing starts unless the approval gate cleared this very call.
+    needs_clearance: bool = False
 
 
 def _protected_fds(ws: Workspace, top: str, allow_git: bool) -> list[tuple[int, str]]:
@@ -106,6 +111,11 @@ class Runner:
         """Start the child in the checked cwd (by fd); under bwrap, bind the checked root
         by fd and `.git` plus the state directory read-only (unless --allow-git-writes)."""
         confinement = self.confinement
+        if confinement.needs_clearance and not activity.exec_cleared():
+            raise WorkspaceError(
+                "not run: --confirm exec asks a person before any program runs, and this call "
+                "was not approved (it reached the runner around the approval gate)"
+            )
         env = self.env()
         with contextlib.ExitStack() as fds:
             cwd_fd = open_dir(ws, parts_below(ws, cwd))
@@ -121,6 +131,13 @@ class Runner:
                 fds.callback(os.close, fd)
                 read_only.append((fd, dest))
             hidden = hidden_homes(env)
+            # Even below a hidden home: a toolchain given back (`~/.local` for
+            # `~/.local/bin`) would show `~/.local/state` again. The sandbox's /tmp is
+            # its own already.
+            private = [
+                real for real in map(os.path.realpath, confinement.private)
+                if os.path.isdir(real) and not (real + "/").startswith("/tmp/")
+            ]  # fmt: skip
             prefix = bwrap_prefix(
                 confinement.bwrap,
                 top,
@@ -130,6 +147,7 @@ class Runner:
                 network=confinement.network,
                 hidden=hidden,
                 toolchains=toolchains_in(hidden, self.path_dirs()),
+                private=private,
                 die_with_parent=confinement.die_with_parent,
             )
             passed = (cwd_fd, top_fd, *(fd for fd, _ in read_only))

@@ -1,0 +1,200 @@
+"""What a tool call reaches (issue 43): which paths it touches, and whether it runs programs.
+
+Every decision about a call (the approval gate's `--confirm-path` and `--confirm
+destructive`, the write guard behind them, the audit line's paths) is taken on what
+the call's arguments *resolve to*, never on how the agent spelled them: `sub/../x`, an
+absolute path, a symlink the repository ships and the paths inside a `patch` edit or an
+`apply_patch` diff all come out as the same real, root-relative path here, resolved by
+the containment walk the write itself uses. A folder a call deletes, moves or renames
+covers every entry below it, walked by fd without following a link.
+
+The argument tables are closed: a tool argument is either listed as a path (with how
+it names one) or as not a path, and tests/core/test_callscope.py fails for a registered
+tool whose argument is in neither, so a new tool cannot take a path this module does
+not know.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import patches
+from .containment import locate
+from .errors import WorkspaceError
+from .limits import TOUCHED_ENTRIES_MAX
+from .osflags import DIR_FLAGS
+from .workspaces import Workspace
+
+# The tools that run a program. `--confirm exec`, the command surface and the runner's
+# clearance check (core.exec.runner) all read this one set; registering a tool that
+# executes under another name fails (tools/base.add_tool).
+RUNS_PROGRAMS = frozenset({"run_command", "bash", "start_job", "run_task"})
+
+# An app-only tool and the model-facing tool it does the work of: the gate decides the
+# twin as the tool itself (`--confirm undo` covers the review panel's undo).
+TWINS = {"review_undo": "undo"}
+
+# Tools that undo recorded work: the paths they touch come from the records, so the gate
+# asks the tool's own dry run (which reports them) instead of reading the arguments.
+REVERTS = frozenset({"undo", "review_undo", "restore_file"})
+
+# How each argument names paths: one path, a list, a new name beside `path`, edits with
+# a `path` each, a unified diff.
+PATH_ARGUMENTS = {
+    "path": "one",
+    "source": "one",
+    "destination": "one",
+    "paths": "many",
+    "newName": "sibling",
+    "edits": "edits",
+    "patch": "diff",
+}
+# Arguments that name a directory a program starts in (not a path the call changes).
+PLACE_ARGUMENTS = frozenset({"cwd"})
+# Every other argument any tool takes; a name in neither table fails the test.
+OTHER_ARGUMENTS = frozenset({
+    "workspace", "content", "contentBase64", "expectedSha256", "oldString", "newString",
+    "replaceAll", "dryRun", "recursive", "overwrite", "offset", "limit", "length",
+    "pattern", "include", "ignoreCase", "maxResults", "contextLines", "noIgnore",
+    "maxDepth", "after", "command", "timeoutMs", "background", "name", "maxRuntimeMs",
+    "runner", "task", "timeoutSeconds", "jobId", "tailBytes", "steps", "to", "change",
+    "session", "force", "before", "ids", "since", "stat", "staged", "text", "tags",
+    "query", "tag", "title", "goal", "changeId", "stage", "append", "all", "status",
+    "updates", "id", "kind", "depth", "file",
+})  # fmt: skip
+
+
+@dataclass
+class Touched:
+    """The real paths one call touches, relative to the primary root, each once."""
+
+    paths: list[str] = field(default_factory=list)
+    deletes: bool = False  # removes a file or folder (or replaces one by a move)
+    complete: bool = True  # False: a folder held more than TOUCHED_ENTRIES_MAX entries
+    entries: int = 0  # the entries below the folders it covers (a delete's real count)
+
+    def add(self, path: str) -> None:
+        if path not in self.paths:
+            self.paths.append(path)
+
+
+def canonical(tool: str) -> str:
+    return TWINS.get(tool, tool)
+
+
+def touched(ws: Workspace, tool: str, args: dict[str, Any]) -> Touched:
+    """Every path `tool(**args)` names, resolved as the write will resolve it (the entry
+    itself and, when it is a link, its target), with what lies below a folder."""
+    found = Touched()
+    for name, value in args.items():
+        how = PATH_ARGUMENTS.get(name)
+        if how is None or value is None:
+            continue
+        if how == "one" and isinstance(value, str):
+            _resolve(ws, value, found)
+        elif how == "many" and isinstance(value, list):
+            for item in value:
+                if isinstance(item, str):
+                    _resolve(ws, item, found)
+        elif how == "sibling" and isinstance(value, str) and isinstance(args.get("path"), str):
+            parent = posixpath.dirname(args["path"].rstrip("/"))
+            _resolve(ws, posixpath.join(parent, value) if parent else value, found)
+        elif how == "edits" and isinstance(value, list):
+            for edit in value:
+                if isinstance(edit, dict) and isinstance(edit.get("path"), str):
+                    _resolve(ws, edit["path"], found)
+        elif how == "diff" and isinstance(value, str):
+            _diff_paths(ws, value, found)
+    tool = canonical(tool)
+    if tool == "delete_path" or (tool in ("move_path", "rename_path") and args.get("overwrite")):
+        found.deletes = True
+    return found
+
+
+def _diff_paths(ws: Workspace, text: str, found: Touched) -> None:
+    """The paths of a unified diff, read by the parser `apply_patch` itself uses (so
+    every spelling it accepts, `+++ "/dev/null"` included, is seen the same way)."""
+    try:
+        files = patches.parse(text)
+    except WorkspaceError:
+        return  # the tool refuses the same diff before writing anything
+    for file in files:
+        for path in (file.old_path, file.new_path):
+            if path is not None:
+                _resolve(ws, path, found)
+        if file.new_path is None:
+            found.deletes = True
+
+
+def _resolve(ws: Workspace, user_path: str, found: Touched) -> None:
+    for follow in (False, True):
+        try:
+            with locate(ws, user_path, follow_final=follow, defer_parents=True) as loc:
+                rel = primary_rel(ws, loc.real_parts)
+                found.add(rel)
+                st = loc.lstat()
+                if follow or st is None or not stat.S_ISDIR(st.st_mode):
+                    continue
+                _below(loc.dir_fd, loc.name, rel, found)
+        except WorkspaceError:
+            continue  # outside or malformed: the tool refuses it with the same walk
+        except OSError:
+            found.complete = False
+
+
+def primary_rel(ws: Workspace, real_parts: tuple[str, ...]) -> str:
+    """Real components below `ws` as a path relative to the primary root (a subpath
+    session's paths get its components in front), as `--confirm-path` globs are."""
+    if not ws.confined:  # unconfined: relative to the base when inside it, else absolute
+        base = tuple(p for p in ws.base.split("/") if p)
+        if real_parts[: len(base)] == base:
+            return "/".join(real_parts[len(base) :]) or "."
+        return "/" + "/".join(real_parts)
+    prefix = ws.subpath.parts if ws.anchor is not None and ws.subpath is not None else ()
+    return "/".join((*prefix, *real_parts)) or "."
+
+
+def _below(dir_fd: int, name: str, rel: str, found: Touched) -> None:
+    for entry in entries_below(dir_fd, name, rel):
+        if entry is None:
+            found.complete = False
+            return
+        found.entries += 1
+        found.add(entry)
+
+
+def entries_below(dir_fd: int, name: str, rel: str) -> Iterator[str | None]:
+    """Every entry below a directory (files, folders, links, `.git` included), by fd and
+    never through a link; None once TOUCHED_ENTRIES_MAX were given (the rest unseen)."""
+    count = 0
+    stack: list[tuple[int, str]] = [(os.open(name or ".", DIR_FLAGS, dir_fd=dir_fd), rel)]
+    try:
+        while stack:
+            top, prefix = stack.pop()
+            try:
+                try:
+                    with os.scandir(top) as it:
+                        names = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+                except OSError:
+                    names = []
+                for child, is_dir in names:
+                    count += 1
+                    if count > TOUCHED_ENTRIES_MAX:
+                        yield None
+                        return
+                    path = f"{prefix}/{child}" if prefix != "." else child
+                    yield path
+                    if is_dir:
+                        with contextlib.suppress(OSError):
+                            stack.append((os.open(child, DIR_FLAGS, dir_fd=top), path))
+            finally:
+                os.close(top)
+    finally:
+        for top, _ in stack:
+            os.close(top)

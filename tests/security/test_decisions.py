@@ -1,0 +1,260 @@
+"""A person's decision cannot be bypassed or forged (issue 43, items 5-9).
+
+Each test is the attack: a planted approval record, a path spelled another way, a diff
+that deletes in another spelling, the panel's undo. Before the fix each of them ran
+the call unasked; now each is asked (or refused) and nothing changes on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.core import limits
+from agent_workspace_mcp.core.approvals import Approvals, digest
+from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+from agent_workspace_mcp.webconsole.state import ConsoleState
+from tests.helpers import call, ok
+
+
+@pytest.fixture(autouse=True)
+def short_waits(monkeypatch) -> None:
+    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.3)
+    monkeypatch.setattr(limits, "CONFIRM_POLL_SECONDS", 0.02)
+
+
+def server(root: Path, **extra):
+    values = {"confirm_via": ("console",)} | extra
+    return create_server(Settings(root=str(root), audit=False, **values))
+
+
+def console(root: Path) -> ConsoleState:
+    registry = WorkspaceRegistry.confined(str(root), ())
+    return ConsoleState(registry, journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+                        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES)  # fmt: skip
+
+
+def planted(tool: str, args: dict, *, subject=None, paths=None) -> dict:
+    """An "approved" record as a repository (or a command) would write it: every field a
+    real one has, but no seal by the user's key."""
+    now = time.time()
+    call_digest = digest(tool, args, paths)
+    record = {"id": "ap-0123456789", "tool": tool, "digest": call_digest, "summary": "x",
+              "subject": subject, "session": None, "client": None, "created": now,
+              "expires": now + 300, "status": "approved", "verdict": "approved",
+              "decided_by": "operator", "via": "console", "decided": now,
+              "use_by": now + 600, "request_proof": "0" * 64, "decision_proof": "0" * 64}  # fmt: skip
+    return {"approvals": {record["id"]: record}}
+
+
+def plant(state_dir: Path, records: dict) -> None:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "approvals.json").write_text(json.dumps(records))
+
+
+# --- 5 and 6: a record the agent could write decides nothing ---------------------------
+
+
+async def test_a_shipped_approval_record_decides_nothing(tmp_path: Path, capfd) -> None:
+    (tmp_path / "keep.txt").write_text("keep\n")
+    plant(tmp_path / ".workspace-mcp", planted("delete_path", {"path": "keep.txt"}))
+    async with Client(server(tmp_path, confirm=("destructive",))) as client:
+        answer = await ok(client, "delete_path", path="keep.txt")
+        assert answer.startswith("Not run yet"), answer
+        again = await ok(client, "delete_path", path="keep.txt")
+    assert again.startswith("Not run yet") and (tmp_path / "keep.txt").exists()
+    assert capfd.readouterr().err.count("is not sealed") == 1, "a planted record is named once"
+
+
+async def test_a_subpath_sessions_planted_approval_decides_nothing(tmp_path: Path) -> None:
+    """Item 6: a subpath session's state lived in sub/.workspace-mcp, writable by its own
+    sandboxed commands; a record planted there (any `.workspace-mcp`) has no seal."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "f.txt").write_text("f\n")
+    record = planted("delete_path", {"path": "f.txt"})
+    plant(sub / ".workspace-mcp", record)
+    plant(tmp_path / ".workspace-mcp", record)
+    registry = WorkspaceRegistry.confined(str(tmp_path), ())
+    from agent_workspace_mcp.requestctx import parse_subpath
+
+    view = registry.view(parse_subpath(registry.primary, "sub")).primary
+    gate = Approvals(300)
+    assert (
+        gate.take(view, subject=None, call_digest=record["approvals"]["ap-0123456789"]["digest"])
+        is None
+    )
+    assert gate.pending(view) == [] and (sub / "f.txt").exists()
+
+
+async def test_a_sealed_record_with_a_field_changed_decides_nothing(tmp_path: Path) -> None:
+    """A real approval whose digest an agent rewrote to another call's is dropped."""
+    state = console(tmp_path)
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    async with Client(server(tmp_path, confirm=("destructive",))) as client:
+        await ok(client, "delete_path", path="a.txt")
+        record = next(r for r in state.approvals() if r["status"] == "pending")
+        state.decide(None, record["id"], approve=True)
+        path = tmp_path / ".workspace-mcp" / "approvals.json"
+        data = json.loads(path.read_text())
+        data["approvals"][record["id"]]["digest"] = digest("delete_path", {"path": "b.txt"})
+        path.write_text(json.dumps(data))
+        answer = await ok(client, "delete_path", path="b.txt")
+    assert answer.startswith("Not run yet") and (tmp_path / "b.txt").exists()
+
+
+async def test_an_approval_is_used_only_by_the_subject_that_asked(tmp_path: Path) -> None:
+    """Mutation test: a `take` that ignored the subject let bob's identical call run on
+    ann's approval. Two subjects, one approval: only ann's call runs."""
+    from agent_workspace_mcp.core.workspaces import WorkspaceRegistry as Registry
+
+    ws = Registry.confined(str(tmp_path), ()).primary
+    gate = Approvals(300)
+    d = digest("delete_path", {"path": "x"})
+    record = gate.request(ws, tool="delete_path", call_digest=d, summary="s", subject="ann",
+                          session=None, client=None)  # fmt: skip
+    gate.decide(ws, record["id"], approve=True, by="operator", via="console")
+    assert gate.take(ws, subject="bob", call_digest=d) is None
+    assert gate.take(ws, subject=None, call_digest=d) is None
+    assert gate.take(ws, subject="ann", call_digest=d) is not None
+    assert gate.take(ws, subject="ann", call_digest=d) is None  # once
+
+
+# --- 7: --confirm-path on what a path resolves to ---------------------------------------
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations" / "0001.sql").write_text("create table t;\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "mig").symlink_to("migrations")  # a link the repository ships
+    (tmp_path / "notes.txt").write_text("n\n")
+    return tmp_path
+
+
+DIFF = """--- a/{p}
++++ b/{p}
+@@ -1 +1 @@
+-create table t;
++drop table t;
+"""
+
+BYPASSES = {
+    "dotdot": ("write_file", {"path": "sub/../migrations/0001.sql", "content": "x\n"}),
+    "absolute": ("write_file", {"path": "{root}/migrations/0001.sql", "content": "x\n"}),
+    "link": ("write_file", {"path": "mig/0001.sql", "content": "x\n"}),
+    "edit through the link": ("edit_file", {"path": "mig/0001.sql", "oldString": "create",
+                                            "newString": "drop"}),
+    "apply_patch": ("apply_patch", {"patch": DIFF.format(p="mig/0001.sql")}),
+    "patch": ("patch", {"edits": [{"path": "mig/0001.sql", "oldString": "create",
+                                   "newString": "drop"}]}),
+    "delete the folder": ("delete_path", {"path": "migrations", "recursive": True}),
+    "move the folder": ("move_path", {"source": "migrations", "destination": "old"}),
+    "rename the folder": ("rename_path", {"path": "migrations", "newName": "old"}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("way", BYPASSES)
+async def test_confirm_path_holds_however_the_path_is_spelled(repo: Path, way: str) -> None:
+    tool, args = BYPASSES[way]
+    args = json.loads(json.dumps(args).replace("{root}", str(repo)))
+    before = (repo / "migrations" / "0001.sql").read_text()
+    async with Client(server(repo, confirm_path=("migrations/**",))) as client:
+        answer = await call(client, tool, **args)
+    assert not answer.is_error and answer.text.startswith("Not run yet"), answer.text
+    assert "migrations/" in answer.text
+    assert (repo / "migrations" / "0001.sql").read_text() == before
+    assert not (repo / "old").exists()
+
+
+async def test_an_approved_confirm_path_call_runs_and_others_do_not(repo: Path) -> None:
+    state = console(repo)
+    async with Client(server(repo, confirm_path=("migrations/**",))) as client:
+        unprotected = await ok(client, "write_file", path="notes.txt", content="m\n")
+        assert unprotected.startswith("Updated notes.txt")
+        held = await ok(client, "write_file", path="mig/0001.sql", content="x\n")
+        assert held.startswith("Not run yet")
+        record = next(r for r in state.approvals() if r["status"] == "pending")
+        assert "touches: migrations/0001.sql" in record["summary"]
+        state.decide(None, record["id"], approve=True)
+        done = await ok(client, "write_file", path="mig/0001.sql", content="x\n")
+    assert (
+        not done.startswith("Not run yet") and (repo / "migrations/0001.sql").read_text() == "x\n"
+    )
+
+
+async def test_the_write_guard_refuses_a_link_swapped_after_the_gate_looked(repo: Path) -> None:
+    """The gate resolved `later/x.sql` to a new folder; the link appears before the open
+    (a background job racing the call): the write is refused at the open."""
+    from agent_workspace_mcp.core.containment import checking_writes, locate
+    from agent_workspace_mcp.core.errors import WorkspaceError
+    from agent_workspace_mcp.middleware.approvals import ApprovalGate
+
+    app_settings = Settings(root=str(repo), audit=False, confirm_path=("migrations/**",),
+                            confirm_via=("console",))  # fmt: skip
+    from agent_workspace_mcp.server import build
+
+    _app, services = build(app_settings)
+    gate = ApprovalGate(services)
+    ws = services.workspaces.get(None)
+    (repo / "later").symlink_to("migrations")
+    with checking_writes(gate.guard(set())), pytest.raises(WorkspaceError, match="protects"):
+        locate(ws, "later/0001.sql", write=True)
+    with checking_writes(gate.guard({"migrations/0001.sql"})):
+        locate(ws, "later/0001.sql", write=True).close()  # what was approved passes
+
+
+# --- 8: a delete in any spelling the parser accepts -------------------------------------
+
+
+@pytest.mark.parametrize("spelling", ['+++ "/dev/null"', "+++  /dev/null", "+++ /dev/null\t"])
+async def test_apply_patch_deletes_are_asked_in_every_spelling(tmp_path: Path, spelling) -> None:
+    (tmp_path / "gone.txt").write_text("one\n")
+    diff = f"--- a/gone.txt\n{spelling}\n@@ -1 +0,0 @@\n-one\n"
+    async with Client(server(tmp_path, confirm=("destructive",))) as client:
+        answer = await call(client, "apply_patch", patch=diff)
+    assert answer.text.startswith("Not run yet"), answer.text
+    assert (tmp_path / "gone.txt").read_text() == "one\n"
+
+
+# --- 9: the panel's undo is decided as undo ---------------------------------------------
+
+
+async def test_review_undo_force_is_asked_as_undo(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("one\n")
+    settings = {"confirm": ("undo", "restore_file", "destructive")}
+    async with Client(server(tmp_path, **settings)) as client:
+        await ok(client, "write_file", path="f.txt", content="agent\n")
+        log = await ok(client, "work_log", limit=1)
+        entry = log.rsplit("(id ", 1)[1].split(")")[0]
+        (tmp_path / "f.txt").write_text("the user's own edit\n")
+        answer = await call(client, "review_undo", ids=[entry], force=True)
+    assert answer.text.startswith("Not run yet"), answer.text
+    assert (tmp_path / "f.txt").read_text() == "the user's own edit\n"
+
+
+async def test_a_command_cannot_reach_the_runner_around_the_gate(tmp_path: Path) -> None:
+    """--confirm exec: the runner itself refuses a start the gate did not clear (a new
+    command tool left out of the gate's list would otherwise run unasked)."""
+    from agent_workspace_mcp.core.errors import WorkspaceError
+    from agent_workspace_mcp.server import build
+
+    _app, services = build(Settings(root=str(tmp_path), shell_mode="any", sandbox="none",
+                                    confirm=("exec",), confirm_via=("console",)))  # fmt: skip
+    from agent_workspace_mcp.tools.shell import Commands
+
+    runner = Commands(services).runner
+    ws = services.workspaces.get(None)
+    with pytest.raises(WorkspaceError, match="not approved"):
+        runner.spawn(ws, ["touch", "made"], "/usr/bin/touch", str(tmp_path))
+    await asyncio.sleep(0)
+    assert not os.path.exists(tmp_path / "made")
