@@ -22,8 +22,13 @@ def served(tmp_path_factory) -> RunningServer:
     (root / "top.txt").write_text("top level\n")
     (root / "sub" / "inner.txt").write_text("inside sub\n")
     server = start(root, "--api-key", f"alice={ALICE}", "--api-key", f"bob={BOB}")
+    server.root = root  # type: ignore[attr-defined]
     yield server
     server.stop()
+
+
+def served_root(served: RunningServer):
+    return served.root  # type: ignore[attr-defined]
 
 
 def text_of(result) -> str:
@@ -112,3 +117,49 @@ async def test_get_mcp_without_a_session_is_the_sse_handshake(served: RunningSer
 def test_streamable_http_still_answers_on_the_same_port(served: RunningServer) -> None:
     assert httpx2.get(f"{served.base}/health").status_code == 200
     assert httpx2.post(served.url, json={}, timeout=5).status_code == 401
+
+
+async def test_a_client_chosen_session_header_is_not_who_made_the_call(
+    served: RunningServer,
+) -> None:
+    """Issue 43, item 10: on /messages/ the SDK never checks Mcp-Session-Id, so bob sent
+    `operator` (or alice's session) and his writes were journaled as theirs."""
+    headers = {"Authorization": f"Bearer {BOB}", "Mcp-Session-Id": "operator"}
+    async with (
+        sse_client(f"{served.base}/sse", headers=headers) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        wrote = await session.call_tool("write_file", {"path": "bob.txt", "content": "b\n"})
+        assert not wrote.is_error, text_of(wrote)
+    journal = (served_root(served) / ".workspace-mcp" / "journal.jsonl").read_text()
+    entry = next(line for line in journal.splitlines() if '"bob.txt"' in line)
+    assert '"session":"operator"' not in entry and '"session":"sse-' in entry, entry
+
+
+def test_legacy_streams_count_toward_the_per_credential_cap(served: RunningServer) -> None:
+    """Item 18: 90 /sse streams on one key were all accepted (the cap counted /mcp only)."""
+    from agent_workspace_mcp.core.limits import HTTP_SESSIONS_PER_SUBJECT
+
+    headers = {"Authorization": f"Bearer {BOB}"}
+    with httpx2.Client(timeout=10) as http:
+        streams, refused = [], None
+        try:
+            for _ in range(HTTP_SESSIONS_PER_SUBJECT + 1):
+                stream = http.stream("GET", f"{served.base}/sse", headers=headers)
+                response = stream.__enter__()
+                if response.status_code == 503:
+                    refused = response.read().decode()
+                    stream.__exit__(None, None, None)
+                    break
+                # Kept with its stream: a dropped iterator would close the stream.
+                chunks = response.iter_text()
+                seen = ""
+                while "session_id=" not in seen:
+                    seen += next(chunks)
+                streams.append((stream, chunks))
+        finally:
+            for stream, _chunks in streams:
+                stream.__exit__(None, None, None)
+    assert refused is not None and "open sessions" in refused, len(streams)
+    assert len(streams) == HTTP_SESSIONS_PER_SUBJECT

@@ -162,3 +162,46 @@ async def test_allowlisted_interpreters_are_sandboxed_by_default(
             command=["node", "-e", "require('fs').writeFileSync('in.txt', 'ok')"],
         )
         assert "[exit code 0" in wrote and (ws / "in.txt").read_text() == "ok"
+
+
+@needs_bwrap
+def test_a_bwrap_the_agent_wrote_on_path_never_runs(ws: Path, tmp_path: Path) -> None:
+    """Issue 43, item 1: with an activated `.venv/bin` inside the root on PATH, an agent
+    turned `.venv/bin/pip` into `bwrap`; the next start ran it as the user for the probe
+    and every command, and the ready line still said "sandbox bwrap"."""
+    bin_dir = ws / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    marker = tmp_path / "planted-bwrap-ran"
+    fake = bin_dir / "bwrap"
+    fake.write_text(f'#!/bin/sh\ntouch {marker}\nexec /usr/bin/bwrap "$@"\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_workspace_mcp", "check", "--root", str(ws), "--shell"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    assert "sandbox bwrap" in out.stderr + out.stdout, out.stderr
+    assert not marker.exists(), "the planted bwrap ran"
+
+
+@needs_bwrap
+async def test_the_servers_own_directories_are_hidden_from_commands(ws: Path) -> None:
+    """Item 4: with the job directory on a volume outside /tmp (a documented setting), a
+    sandboxed command read workers-*/shared.key and forged a console session; the
+    approval key's directory is hidden the same way."""
+    import tempfile
+
+    from agent_workspace_mcp.core import proofkey
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as jobs:
+        (Path(jobs) / "workers-1").mkdir()
+        (Path(jobs) / "workers-1" / "shared.key").write_text("SHARED-SECRET\n")
+        key_dir = proofkey.key_dir()
+        key_dir.mkdir(parents=True, exist_ok=True)
+        settings = Settings(root=str(ws), shell_mode="any", sandbox="bwrap", job_dir=jobs)
+        async with open_client(settings) as client:
+            text = await ok(
+                client, "bash", command=f"cat {jobs}/workers-1/shared.key; ls {key_dir}"
+            )
+        assert "SHARED-SECRET" not in text and "No such file" in text, text
+        assert proofkey.FILE not in text

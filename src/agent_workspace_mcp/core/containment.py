@@ -385,6 +385,11 @@ def locate(
         if reason:
             raise ProtectedPathError(reason)
     located = _walk(ws, start, user_path, shown, follow_final, create_parents, defer_parents, write)
+    if _is_private(located.real_abs):
+        located.close()
+        raise ProtectedPathError(
+            f"{shown}: the server's private state (its approval key) is out of every tool's reach"
+        )
     if write:
         reason = protected_reason(ws, located.real_parts, shown)
         check = _write_check.get()
@@ -397,6 +402,15 @@ def locate(
             located.close()
             raise
     return located
+
+
+def _is_private(real_abs: str) -> bool:
+    """Whether a resolved path lies in the user's private state directory (core.proofkey),
+    which a root may contain (`--root ~`) when no --confirm refused to start."""
+    from .proofkey import private_dir
+
+    where = private_dir()
+    return real_abs == where or real_abs.startswith(where + "/")
 
 
 # The approval gate's check of every write a call opens (issue 43): what the write

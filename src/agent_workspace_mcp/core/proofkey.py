@@ -30,6 +30,9 @@ from .errors import ConfigError, WorkspaceError
 
 FILE = "decision.key"
 KEY_BYTES = 32  # HMAC-SHA256's block-size-independent strength
+# Starts with a NUL so every search treats the file as binary (never a match line) even
+# where a root holds the directory and no --confirm refused to start.
+MAGIC = b"AWM-KEY\0"
 _lock = threading.Lock()
 
 
@@ -39,9 +42,15 @@ def key_dir() -> Path:
     return Path(platformdirs.user_state_dir("agent-workspace-mcp", appauthor=False))
 
 
+@functools.lru_cache(maxsize=1)
+def private_dir() -> str:
+    """The key directory, resolved once: containment refuses every path into it."""
+    return os.path.realpath(key_dir())
+
+
 def check_outside(roots: list[str]) -> None:
     """Refuse a key directory inside a workspace root: the agent could read the key."""
-    where = os.path.realpath(key_dir())
+    where = private_dir()
     for root in roots:
         if root == "/":
             continue  # unconfined: the agent reaches every file anyway
@@ -66,7 +75,7 @@ def _load(where: str) -> bytes:
         with contextlib.suppress(FileExistsError):
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             try:
-                os.write(fd, os.urandom(KEY_BYTES))
+                os.write(fd, MAGIC + os.urandom(KEY_BYTES))
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -82,10 +91,11 @@ def _load(where: str) -> bytes:
                 raise WorkspaceError(
                     f"the approval key {path} is not a private regular file of this user"
                 )
-            key = os.read(fd, KEY_BYTES + 1)
+            data = os.read(fd, len(MAGIC) + KEY_BYTES + 1)
         finally:
             os.close(fd)
-        if len(key) != KEY_BYTES:
+        key = data[len(MAGIC) :]
+        if not data.startswith(MAGIC) or len(key) != KEY_BYTES:
             raise WorkspaceError(f"the approval key {path} is damaged; remove it to make anew")
         return key
 
