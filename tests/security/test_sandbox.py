@@ -165,22 +165,27 @@ async def test_allowlisted_interpreters_are_sandboxed_by_default(
 
 
 @needs_bwrap
-def test_a_bwrap_the_agent_wrote_on_path_never_runs(ws: Path, tmp_path: Path) -> None:
+async def test_a_bwrap_the_agent_wrote_on_path_never_runs(
+    ws: Path, tmp_path: Path, monkeypatch
+) -> None:
     """Issue 43, item 1: with an activated `.venv/bin` inside the root on PATH, an agent
     turned `.venv/bin/pip` into `bwrap`; the next start ran it as the user for the probe
     and every command, and the ready line still said "sandbox bwrap"."""
+    from agent_workspace_mcp.core.exec import commands
+    from agent_workspace_mcp.server import build
+
     bin_dir = ws / ".venv" / "bin"
     bin_dir.mkdir(parents=True)
     marker = tmp_path / "planted-bwrap-ran"
     fake = bin_dir / "bwrap"
     fake.write_text(f'#!/bin/sh\ntouch {marker}\nexec /usr/bin/bwrap "$@"\n')
     fake.chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
-    out = subprocess.run(
-        [sys.executable, "-m", "agent_workspace_mcp", "check", "--root", str(ws), "--shell"],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
-    assert "sandbox bwrap" in out.stderr + out.stdout, out.stderr
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    commands._probe.cache_clear()
+    _app, services = build(Settings(root=str(ws), shell_mode="any"))
+    assert services.bwrap is not None and not services.bwrap.startswith(str(ws))
+    async with open_client(Settings(root=str(ws), shell_mode="any")) as client:
+        await ok(client, "bash", command="true")
     assert not marker.exists(), "the planted bwrap ran"
 
 
@@ -205,3 +210,77 @@ async def test_the_servers_own_directories_are_hidden_from_commands(ws: Path) ->
             )
         assert "SHARED-SECRET" not in text and "No such file" in text, text
         assert proofkey.FILE not in text
+
+
+HOOK = "mkdir -p {d}/.git/hooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > {d}/.git/hooks/pre-commit && chmod +x {d}/.git/hooks/pre-commit; echo made=$?"
+
+
+def _commit_runs_no_planted_hook(repo: Path) -> None:
+    """The user's own `git commit` there: a planted hook would run it as them."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x",
+           "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}  # fmt: skip
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    assert not hook.exists() or "pwned" not in hook.read_text()
+    if (repo / ".git").is_dir():
+        subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+        out = subprocess.run(["git", "commit", "-qm", "x", "--allow-empty"], cwd=repo, env=env,
+                             capture_output=True, text=True)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+async def test_a_command_cannot_create_a_git_with_hooks(ws: Path, sandbox: str) -> None:
+    """Issue 43, item 2: in a workspace with no .git a sandboxed command created one with
+    an executable hooks/pre-commit; the user's next `git commit` ran it unsandboxed."""
+    if sandbox == "bwrap" and reason:
+        pytest.skip(f"{reason} [CI installs it]")
+    settings = Settings(root=str(ws), shell_mode="any", sandbox=sandbox)
+    async with open_client(settings) as client:
+        text = await ok(client, "bash", command=HOOK.format(d="."))
+    assert "created .git, which the server removed" in text, text
+    assert not (ws / ".git").exists()
+
+
+@needs_bwrap
+async def test_a_nested_repositorys_hooks_are_read_only(ws: Path) -> None:
+    """Item 3: only the top-level .git was bound read-only; a command wrote
+    sub/.git/hooks/pre-commit and `git commit` in sub/ ran it."""
+    sub = ws / "sub"
+    sub.mkdir()
+    subprocess.run(["git", "init", "-q", str(sub)], check=True)
+    (sub / ".git" / "hooks").mkdir(exist_ok=True)
+    settings = Settings(root=str(ws), shell_mode="any", sandbox="bwrap")
+    async with open_client(settings) as client:
+        text = await ok(client, "bash", command=HOOK.format(d="sub"))
+        assert "Read-only file system" in text and "made=1" in text, text
+        deep = await ok(client, "bash", command=HOOK.format(d="sub/deeper"))
+    assert "created sub/deeper/.git, which the server removed" in deep, deep
+    _commit_runs_no_planted_hook(sub)
+    assert not (sub / "deeper" / ".git").exists()
+
+
+async def test_an_unsandboxed_commands_hook_change_is_named(ws: Path) -> None:
+    """--sandbox none cannot bind anything: a changed hook of an existing repository is
+    named in the answer (left for the person), a new repository is removed."""
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    settings = Settings(root=str(ws), shell_mode="any", sandbox="none", allow_git_writes=False)
+    async with open_client(settings) as client:
+        text = await ok(client, "bash", command=HOOK.format(d="."))
+    assert "changed what runs later in .git" in text, text
+
+
+@needs_bwrap
+async def test_a_jobs_new_git_is_removed_when_it_ends(ws: Path) -> None:
+    import asyncio
+
+    settings = Settings(root=str(ws), shell_mode="any", sandbox="bwrap")
+    async with open_client(settings) as client:
+        started = await ok(client, "bash", command=HOOK.format(d="."), background=True)
+        job = started.split("Started job ", 1)[1].split()[0]
+        for _ in range(200):
+            status = await ok(client, "job_status", jobId=job)
+            if "created .git, which the server removed" in status:
+                break
+            await asyncio.sleep(0.05)
+    assert "created .git, which the server removed" in status, status
+    assert not (ws / ".git").exists()

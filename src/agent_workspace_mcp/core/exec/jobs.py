@@ -315,6 +315,9 @@ class JobRegistry:
         if not job.child.wait(max(remaining, 0)):
             job.child.timed_out = True  # before the kill, so no reader sees "killed"
             job.child.kill()
+        for note in job.child.settle():  # what it did to .git / .workspace-mcp
+            with contextlib.suppress(OSError):
+                job.log.write(f"\n[agent-workspace-mcp: the job {note}]\n".encode())
         job.refresh()
         with contextlib.suppress(OSError, WorkspaceError):
             child = job.child

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..limits import (
@@ -207,6 +207,11 @@ class Child:
         self.timed_out = False
         self.killed = False
         self.ended: float | None = None
+        # What to look at once the command ended (core.exec.repoguard), run once by
+        # whoever sees the end first (the run loop, or a job's watcher): notes for people.
+        self.after: Callable[[], list[str]] | None = None
+        self._settled: list[str] | None = None
+        self._settle_lock = threading.Lock()
         self._pump = threading.Thread(target=self._run_pump, name=f"pump-{self.pid}", daemon=True)
         self._pump.start()
 
@@ -291,6 +296,18 @@ class Child:
             time.sleep(0.02)
         self._signal_group(signal.SIGKILL)
         self.finished.wait(PIPE_DRAIN_GRACE_SECONDS + 5)
+
+    def settle(self) -> list[str]:
+        """Run `after` once the command ended (once, whoever asks); its notes."""
+        with self._settle_lock:
+            if self._settled is None:
+                self._settled = []
+                if self.after is not None:
+                    try:
+                        self._settled = self.after()
+                    except Exception as exc:
+                        self._settled = [f"what it did to .git could not be checked ({exc})"]
+            return self._settled
 
     def wait(self, timeout: float | None) -> bool:
         """Wait for completion; True if finished within `timeout`."""

@@ -19,9 +19,12 @@ from dataclasses import dataclass
 import anyio
 
 from .. import activity, features, limits
-from ..containment import GIT_DIR_NAME, locate, open_dir, parts_below
+from ..containment import locate, open_dir, parts_below
 from ..errors import WorkspaceError, WrongTypeError
+from ..limits import STATE_DIR_NAME
+from ..statefiles import ensure_state_dir
 from ..workspaces import Workspace
+from . import repoguard
 from .commands import bwrap_prefix, hidden_homes, toolchains_in
 from .jobs import Job, JobRegistry, command_answer
 from .process import Child, describe_exit
@@ -45,24 +48,6 @@ class Confinement:
     private: tuple[str, ...] = ()
     # `--confirm exec`: nothing starts unless the approval gate cleared this very call.
     needs_clearance: bool = False
-
-
-def _protected_fds(ws: Workspace, top: str, allow_git: bool) -> list[tuple[int, str]]:
-    """O_PATH fds on `.git` and `.workspace-mcp` at the bound root, with their sandbox paths."""
-    names = [limits.STATE_DIR_NAME] if allow_git else [GIT_DIR_NAME, limits.STATE_DIR_NAME]
-    found = []
-    for name in names:
-        rel = name if ws.confined else os.path.join(top, name)
-        try:
-            with locate(ws, rel) as loc:
-                if loc.lstat() is None:
-                    continue
-                flags = features.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
-                fd = os.open(loc.name, flags, dir_fd=loc.dir_fd)
-                found.append((fd, loc.real_abs))
-        except (WorkspaceError, OSError):
-            continue  # missing, or leading outside the root (which is read-only anyway)
-    return found
 
 
 def shown_command(argv: list[str]) -> str:
@@ -121,15 +106,29 @@ class Runner:
             cwd_fd = open_dir(ws, parts_below(ws, cwd))
             fds.callback(os.close, cwd_fd)
             fd_cwd = features.fd_path(cwd_fd, cwd)
-            if confinement.bwrap is None:
-                return Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
             top = ws.root if ws.confined else ws.base
-            top_fd = open_dir(ws, () if ws.confined else parts_below(ws, top))
+            top_parts = () if ws.confined else parts_below(ws, top)
+            guarded = ws.confined
+            if guarded:
+                # The state directory exists before any command, so it is bound read-only
+                # (a command must not make the first one, with records of its choosing).
+                with contextlib.suppress(WorkspaceError):
+                    ensure_state_dir(ws)
+                names = (STATE_DIR_NAME,) if confinement.allow_git_writes else repoguard.NAMES
+                before = repoguard.survey(ws, top_parts, marks=confinement.bwrap is None,
+                                          names=names)  # fmt: skip
+            if confinement.bwrap is None:
+                child = Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
+                if guarded:
+                    child.after = lambda: repoguard.settle(ws, top_parts, before)
+                return child
+            top_fd = open_dir(ws, top_parts)
             fds.callback(os.close, top_fd)
             read_only = []
-            for fd, dest in _protected_fds(ws, top, confinement.allow_git_writes):
-                fds.callback(os.close, fd)
-                read_only.append((fd, dest))
+            if guarded:
+                for fd, dest in repoguard.protected_fds(ws, top_parts, before, top):
+                    fds.callback(os.close, fd)
+                    read_only.append((fd, dest))
             hidden = hidden_homes(env)
             # Even below a hidden home: a toolchain given back (`~/.local` for
             # `~/.local/bin`) would show `~/.local/state` again. The sandbox's /tmp is
@@ -151,13 +150,16 @@ class Runner:
                 die_with_parent=confinement.die_with_parent,
             )
             passed = (cwd_fd, top_fd, *(fd for fd, _ in read_only))
-            return Child(
+            child = Child(
                 [*prefix, executable, *argv[1:]],
                 executable=None,
                 cwd=fd_cwd,
                 env=env,
                 pass_fds=passed,
             )
+            if guarded:
+                child.after = lambda: repoguard.settle(ws, top_parts, before)
+            return child
 
     async def run(
         self,
@@ -227,12 +229,14 @@ class Runner:
         outcome = child.outcome()
         status = describe_exit(outcome, timeout_ms)
         code = outcome.exit_code
+        notes = await anyio.to_thread.run_sync(child.settle)
         activity.record(
-            result=f"timed out ({outcome.duration_ms}ms)"
-            if outcome.timed_out
-            else f"exit {code} ({outcome.duration_ms}ms)"
-        )
-        return command_answer(command, child.buffer.text(), status)
+            result=(f"timed out ({outcome.duration_ms}ms)" if outcome.timed_out
+                    else f"exit {code} ({outcome.duration_ms}ms)")
+            + "".join(f"; {note}" for note in notes)
+        )  # fmt: skip
+        answer = command_answer(command, child.buffer.text(), status)
+        return answer + "".join(f"\n[the command {note}]" for note in notes)
 
     async def start(
         self,
