@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from . import safejson
 from .limits import STARTUP_CACHE_ENTRIES, STARTUP_CACHE_ENTRY_BYTES
 
 # Requests whose answer depends only on the key (and so may be answered early).
@@ -159,7 +160,7 @@ class AnswerCache:
 
 def _is_result(line: bytes) -> bool:
     try:
-        value = json.loads(line)
+        value = safejson.loads(line)
     except ValueError:
         return False
     return (isinstance(value, dict) and value.get("jsonrpc") == "2.0" and "result" in value

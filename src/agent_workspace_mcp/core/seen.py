@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import logging
 import os
 import posixpath
@@ -40,7 +39,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from . import limits, statefiles
+from . import limits, safejson, statefiles
 from .checkpoints.store import LostObjectError, Store
 from .containment import Located, locate
 from .echo import bounded
@@ -133,7 +132,7 @@ class Records:
         if cached is not None and cached[0] == tag:
             return cached[1]
         try:
-            value = json.loads(payload)
+            value = safejson.loads(payload)
         except ValueError:
             value = None
         if not isinstance(value, dict):

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import limits
+from . import limits, safejson
 from .containment import Located, locate, parts_below
 from .errors import (
     NotFoundError,
@@ -322,7 +322,7 @@ def read_json(ws: Workspace, *parts: str) -> Any:
     if data is None:
         return None
     try:
-        return json.loads(data)
+        return safejson.loads(data)
     except ValueError:
         raise WorkspaceError(
             f"{STATE_DIR_NAME}/{'/'.join(parts)} is corrupted (not valid JSON)"
@@ -504,7 +504,7 @@ class JsonlStream:
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw)
+                record = safejson.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict):

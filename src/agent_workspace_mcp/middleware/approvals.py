@@ -311,6 +311,12 @@ class ApprovalGate(Middleware):
             if asked is not None and asked["status"] == DENIED:
                 raise _refused(asked, why)
         if "console" not in self.via:
+            if "client" in self.via and _can_elicit(ctx):  # asked, and no answer came
+                raise ToolError(
+                    f"not run: {tool} needs a person's approval ({why}) and the client's "
+                    f"prompt got no answer within {int(limits.CONFIRM_WAIT_SECONDS)} s; call "
+                    "again to be asked again (the operator can add --confirm-via console)"
+                )
             raise ToolError(
                 f"not run: {tool} needs a person's approval ({why}) and no one can be asked: "
                 "this client declares no elicitation and --confirm-via leaves out the console "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import stat
 import threading
@@ -27,6 +26,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from .. import safejson
 from ..errors import NotFoundError, WorkspaceError
 from ..fdread import read_capped
 from ..limits import (
@@ -135,7 +135,7 @@ class Store:
         for raw in text.splitlines():
             if '"pruned"' in raw:
                 with contextlib.suppress(ValueError, AttributeError, TypeError):
-                    record = json.loads(raw)
+                    record = safejson.loads(raw)
                     if record.get("pruned") and isinstance(record.get("id"), str):
                         found.add(record["id"])
         return found
@@ -149,7 +149,7 @@ class Store:
         found = []
         for raw in (text or "").splitlines():
             try:
-                record = json.loads(raw)
+                record = safejson.loads(raw)
             except ValueError:
                 continue
             if isinstance(record, dict) and isinstance(record.get("id"), str) and record["id"]:
@@ -220,7 +220,7 @@ class Store:
         if not isinstance(digest, str):
             return {}
         try:
-            loaded = json.loads(self.get(digest))
+            loaded = safejson.loads(self.get(digest))
         except (LostObjectError, ValueError):
             return None
         return loaded if isinstance(loaded, dict) else None

@@ -120,7 +120,7 @@ class SymbolIndex:
         if not isinstance(files, dict):
             return
         for rel, entry in list(files.items())[-SYMBOL_INDEX_FILES:]:
-            with contextlib.suppress(TypeError, ValueError):
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
                 sig, names = entry
                 signature = tuple(int(n) for n in sig)
                 if isinstance(rel, str) and len(signature) == 5 and isinstance(names, list):

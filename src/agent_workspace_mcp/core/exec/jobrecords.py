@@ -26,6 +26,7 @@ import stat
 import time
 from collections.abc import Iterator
 
+from .. import safejson
 from ..fdread import read_capped
 from ..limits import JOB_RECORD_MAX_BYTES, KILL_GRACE_SECONDS
 from .process import group_alive
@@ -115,7 +116,7 @@ class JobRecords:
         finally:
             os.close(fd)
         try:
-            record = json.loads(raw)
+            record = safejson.loads(raw)
         except ValueError:
             return None
         if not isinstance(record, dict) or set(record) != set(_FIELDS):

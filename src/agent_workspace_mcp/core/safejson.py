@@ -1,0 +1,33 @@
+"""JSON read back from files anyone in the workspace could have written (issue 43).
+
+`json.loads` raises RecursionError, not ValueError, for a deeply nested document
+(`[[[[...` a few thousand deep), and accepts `1e400` as infinity; a state file planted
+or damaged that way made every `write_file` answer an internal error. Every reader of
+a state file parses through `loads`, which turns both into the ValueError the readers
+already treat as "damaged".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def _number(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:20]}")
+    return value
+
+
+def _constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(data: str | bytes) -> Any:
+    """Parsed JSON; ValueError for anything malformed, too deep or not finite."""
+    try:
+        return json.loads(data, parse_float=_number, parse_constant=_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
