@@ -119,3 +119,32 @@ def test_an_agent_cannot_plant_answers(ws: Path, tmp_path: Path) -> None:
     assert by_id(answers)[1] == by_id(first)[1]
     assert not files[1].is_symlink()  # replaced by the server's own answer
     assert b"read_fil3" in target.read_bytes()  # and the link's target never written
+
+
+def test_a_fifo_planted_as_an_entry_never_blocks_the_start(ws: Path, tmp_path: Path) -> None:
+    """Issue 43, item 19: a FIFO in place of a kept answer: the open blocked before the
+    type check, so the server printed its ready line and never answered initialize."""
+    import selectors
+
+    cache = tmp_path / "cache"
+    first, _ = session(ws, cache)
+    for path in kept(cache):
+        path.unlink()
+        os.mkfifo(path, 0o600)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(ws)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    assert proc.stdin and proc.stdout
+    try:
+        proc.stdin.write(json.dumps(INIT).encode() + b"\n")
+        proc.stdin.flush()
+        with selectors.DefaultSelector() as waiting:
+            waiting.register(proc.stdout, selectors.EVENT_READ)
+            assert waiting.select(timeout=30), "initialize was never answered"
+        line = proc.stdout.readline().rstrip(b"\n")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert line == by_id(first)[1]

@@ -115,7 +115,10 @@ class AnswerCache:
     def get(self, key: str) -> bytes | None:
         """The answer line kept for `key` (its id as it was first sent), or None."""
         try:
-            fd = os.open(self._path(key), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            # O_NONBLOCK: a FIFO planted as an entry must not block the open (the type
+            # check comes after it), or the server never answers initialize.
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+            fd = os.open(self._path(key), flags)
         except OSError:
             return None
         try:
