@@ -11,7 +11,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from .core import containment
+from .core import containment, limits
+from .core.echo import echo
 from .core.errors import WorkspaceError
 from .core.workspaces import Workspace
 
@@ -126,4 +127,7 @@ def _client_info(ctx: Any, field: str) -> str | None:
             value = found.get(field) if isinstance(found, dict) else None
     except (RuntimeError, AttributeError):
         return None
-    return value if isinstance(value, str) else None
+    # Shown as data wherever it appears (workspace_list, refusals, the journal, the
+    # console): a newline, U+2028 or ESC in a name would forge lines or reach a
+    # terminal, a bidi control would reorder what a person reads (issue 43).
+    return echo(value, limits.CLIENT_NAME_CHARS) if isinstance(value, str) else None

@@ -363,6 +363,8 @@ CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview
 # match --confirm-path globs and count what a delete removes; past it the call is
 # treated as touching a protected path (asked, never waved through).
 TOUCHED_ENTRIES_MAX = 20_000
+# ours (issue 43): a client's name or version as shown (clientInfo is free text).
+CLIENT_NAME_CHARS = 80
 # ours (issue 43): entries the walk for `.git` / `.workspace-mcp` looks at before and after
 # a command (Django 5.2's tree has ~7,600; a monorepo with node_modules can have 10^6):
 # past it the answer says what was not checked.

@@ -42,7 +42,7 @@ from typing import Any
 from . import limits, safejson, statefiles
 from .checkpoints.store import LostObjectError, Store
 from .containment import Located, locate
-from .echo import bounded
+from .echo import bounded, echo
 from .editing import unified_diff
 from .errors import WorkspaceError
 from .osflags import DIR_FLAGS
@@ -66,7 +66,9 @@ class Agent:
 
     @property
     def named(self) -> str:
-        return f"session {self.session}" + (f" ({self.client})" if self.client else "")
+        # echo: a record written by an older server, or planted, may hold raw controls.
+        named = f"session {echo(self.session)}"
+        return named + (f" ({echo(self.client)})" if self.client else "")
 
 
 # The console's actions: the operator's undo or restore is a change like an agent's.

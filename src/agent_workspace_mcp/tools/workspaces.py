@@ -6,6 +6,7 @@ from datetime import datetime
 from fastmcp import FastMCP
 
 from ..core import limits
+from ..core.echo import echo
 from ..core.statefiles import has_state_dir
 from ..core.workspaces import Workspace
 from ..services import Services
@@ -49,10 +50,13 @@ def _active(services: Services, ws: Workspace) -> list[str]:
     sessions: dict[str, tuple[str, list[str]]] = {}
     for record in recent:  # newest first
         sid = str(record["session"])
-        who = " ".join(str(x) for x in (record.get("client"), record.get("client_version")) if x)
-        by = f", subject {record['by']}" if record.get("by") else ""
-        label, files = sessions.setdefault(sid, (f"{who or 'a client'}{by}", []))
-        files += [str(p) for p in record["paths"] if str(p) not in files]
+        # Journal fields are data (an older or planted entry may hold a raw newline).
+        named = (record.get("client"), record.get("client_version"))
+        who = " ".join(echo(str(x)) for x in named if x)
+        by = f", subject {echo(record['by'])}" if record.get("by") else ""
+        label, files = sessions.setdefault(echo(sid), (f"{who or 'a client'}{by}", []))
+        paths = record["paths"] if isinstance(record["paths"], list) else []
+        files += [echo(str(p)) for p in paths if echo(str(p)) not in files]
     minutes = int(limits.ACTIVE_SESSION_SECONDS // 60)
     rows = []
     for sid, (label, files) in list(sessions.items())[: limits.ACTIVE_SESSIONS_SHOWN]:
