@@ -287,3 +287,47 @@ def test_the_operator_approves_one_call_and_denies_another(project: Path, tmp_pa
         assert (tmp_path / "approval.png").stat().st_size > 10_000
     finally:
         console.stop()
+
+
+TROJAN = "\u202e rtl"  # RIGHT-TO-LEFT OVERRIDE: rendered raw it shows as "lun … ltr"
+
+
+def test_hidden_characters_are_visible_and_a_bad_line_blanks_nothing(
+    project: Path, tmp_path: Path
+) -> None:
+    """Issue 43, items 14 and 15: bidi controls in agent text were rendered as such (a job
+    output `\\u202e rtl` read backwards), and one journal line with a numeric `ts` or a
+    string `paths` blanked the whole timeline."""
+    job_dir = tmp_path / "jobs"
+    job_dir.mkdir(mode=0o700)
+    agent(project, job_dir,
+          ("write_file", {"path": f"name{TROJAN}.txt", "content": f"x = 1 {TROJAN}\n"}),
+          ("remember", {"text": f"note {TROJAN}"}))  # fmt: skip
+    journal = project / ".workspace-mcp" / "journal.jsonl"
+    with journal.open("a") as out:
+        out.write('{"ts": 12345, "tool": "write_file", "paths": "not-a-list", "id": "bad1"}\n')
+        out.write(
+            '{"ts": "2026-01-01T00:00:00Z", "tool": "grep", "paths": [1, {"a": 2}], "ms": "x", "id": "bad2"}\n'
+        )
+    console = RunningConsole(project, job_dir)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(console.login)
+            page.wait_for_selector("#live:text('live')", timeout=10_000)
+            row = page.locator("tr.entry", has_text="U+202E").first
+            row.wait_for(timeout=5_000)  # the good entries are there despite the bad lines
+            assert page.locator("tr.entry", has_text="not-a-list").count() == 1
+            assert "U+202E" in row.inner_text() and "\u202e" not in row.inner_text()
+            assert row.locator(".has-hidden").count() >= 1  # the line is marked
+            row.click()
+            diff = page.locator(".diff").first
+            diff.wait_for(timeout=5_000)
+            assert "x = 1 U+202E rtl" in diff.inner_text()
+            assert "\u202e" not in page.locator("body").inner_text()
+            assert "U+202E" in page.locator("#notes").inner_text()
+            page.screenshot(path=str(tmp_path / "hidden.png"), full_page=True)
+            browser.close()
+    finally:
+        console.stop()

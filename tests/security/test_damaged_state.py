@@ -48,7 +48,9 @@ async def test_a_deep_writers_record_costs_nothing(root: Path) -> None:
     assert '"paths":["a.py"]' in journal[0]
 
 
-@pytest.mark.parametrize("index", [DEEP, '{"version": 1, "files": {"a.py": [[1e400, 1, 1, 1, 1], ["Alpha"]]}}'])
+@pytest.mark.parametrize(
+    "index", [DEEP, '{"version": 1, "files": {"a.py": [[1e400, 1, 1, 1, 1], ["Alpha"]]}}']
+)
 async def test_a_damaged_symbol_index_still_answers(root: Path, index: str) -> None:
     (root / ".workspace-mcp" / "symbols.json").write_text(index)
     async with Client(create_server(Settings(root=str(root), audit=False))) as client:
@@ -56,8 +58,12 @@ async def test_a_damaged_symbol_index_still_answers(root: Path, index: str) -> N
     assert "a.py:1" in found, found
 
 
-@pytest.mark.parametrize("approvals", [DEEP, '{"approvals": {"ap-1": {"id": "ap-1", "created": "x", "expires": 1e400}}}'])
-async def test_a_damaged_approvals_file_asks_in_one_sentence(root: Path, approvals: str, monkeypatch) -> None:
+@pytest.mark.parametrize(
+    "approvals", [DEEP, '{"approvals": {"ap-1": {"id": "ap-1", "created": "x", "expires": 1e400}}}']
+)
+async def test_a_damaged_approvals_file_asks_in_one_sentence(
+    root: Path, approvals: str, monkeypatch
+) -> None:
     monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.2)
     (root / ".workspace-mcp" / "approvals.json").write_text(approvals)
     settings = Settings(root=str(root), audit=False, confirm=("destructive",),

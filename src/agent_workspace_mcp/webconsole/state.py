@@ -7,6 +7,8 @@ HTML: the page puts every agent-provided string in as text.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -71,8 +73,8 @@ class ConsoleState:
         keep = _keep({"tool": tool, "path": path, "outcome": outcome, "by": by,
                       "session": session, "since": since})  # fmt: skip
         for ws in [self.workspace(name)] if name else list(self.registry):
-            for record in self.memory.journal(ws).newest(limit, keep):
-                found.append({**record, "workspace": ws.name})
+            for record in self.memory.journal(ws).newest(limit, lambda r: keep(shaped(r))):
+                found.append({**shaped(record), "workspace": ws.name})
         found.sort(key=lambda r: str(r.get("ts", "")), reverse=True)
         return found[:limit]
 
@@ -86,8 +88,8 @@ class ConsoleState:
         the cursor of the page after (None: the start of the current journal file)."""
         ws = self.workspace(name)
         keep = _keep(filters)
-        records, cursor = self.memory.journal(ws).page(before, limit, keep)
-        return [{**r, "workspace": ws.name} for r in records], cursor
+        records, cursor = self.memory.journal(ws).page(before, limit, lambda r: keep(shaped(r)))
+        return [{**shaped(r), "workspace": ws.name} for r in records], cursor
 
     def file_history(self, name: str | None, path: str, before: int | None = None,
                      ) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
@@ -98,13 +100,13 @@ class ConsoleState:
         path = path.strip().strip("/")
 
         def touches(record: dict[str, Any]) -> bool:
-            named = (str(p).strip("/") for p in record.get("paths") or [])
+            named = (p.strip("/") for p in shaped(record)["paths"])
             return any(p == path or p.startswith(path + "/") for p in named)
 
         records, cursor = self.memory.journal(ws).page(before, limits.CONSOLE_HISTORY_ENTRIES,
                                                        touches)  # fmt: skip
         found = []
-        for record in records:
+        for record in map(shaped, records):
             row: dict[str, Any] = {**record, "workspace": ws.name}
             try:
                 diffs = self.diff(ws.name, str(record.get("id", "")))
@@ -253,6 +255,29 @@ class ConsoleState:
             if ws.confined and (cwd == ws.root or cwd.startswith(ws.root.rstrip("/") + "/")):
                 return ws
         return self.registry.primary
+
+
+_NUMBERS = frozenset({"ms"})
+
+
+def shaped(record: dict[str, Any]) -> dict[str, Any]:
+    """A journal line in the shape the page reads: `paths` a list of strings, numbers as
+    numbers, every other field a string or null. The journal is a file in the workspace:
+    one line with a numeric `ts` or a string `paths` blanked the whole timeline."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if key == "paths":
+            items = value if isinstance(value, list) else [] if value is None else [value]
+            out[key] = [v if isinstance(v, str) else json.dumps(v) for v in items]
+        elif key in _NUMBERS:
+            fine = isinstance(value, int | float) and not isinstance(value, bool)
+            out[key] = value if fine and math.isfinite(value) else None
+        elif value is None or isinstance(value, str):
+            out[key] = value
+        else:
+            out[key] = json.dumps(value, ensure_ascii=False, default=str)
+    out.setdefault("paths", [])
+    return out
 
 
 def _keep(filters: dict[str, str | None]) -> Callable[[dict[str, Any]], bool]:
