@@ -142,7 +142,7 @@ class ApprovalGate(Middleware):
 
         def check(loc: Located) -> None:
             rel = primary_rel(loc.workspace, loc.real_parts)
-            covered = [rel]
+            covered: list[str | None] = [rel]
             st = loc.lstat()
             if st is not None and stat.S_ISDIR(st.st_mode) and loc.name:
                 covered.extend(entries_below(loc.dir_fd, loc.name, rel))
@@ -482,7 +482,7 @@ def _delete_listing(ws, path: str) -> str:
                 return f"removes {path} ({st.st_size} bytes)"
             # Every entry goes: the walk by fd counts them all, `.git` and hidden ones too.
             found: list[str] = []
-            count, complete, special = 0, True, set()
+            count, complete, special = 0, True, set[str]()
             for rel in entries_below(loc.dir_fd, loc.name, loc.real_rel):
                 if rel is None:
                     complete = False
