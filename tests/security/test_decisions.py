@@ -258,3 +258,62 @@ async def test_a_command_cannot_reach_the_runner_around_the_gate(tmp_path: Path)
         runner.spawn(ws, ["touch", "made"], "/usr/bin/touch", str(tmp_path))
     await asyncio.sleep(0)
     assert not os.path.exists(tmp_path / "made")
+
+
+# --- 11: the console shows this project's jobs only ------------------------------------
+
+
+async def test_the_console_neither_lists_nor_touches_other_projects_jobs(tmp_path: Path) -> None:
+    """Issue 43, item 11: /console for one workspace listed, tailed and killed the jobs
+    of other projects sharing the job directory (their host directory and output)."""
+    from agent_workspace_mcp.core.errors import WorkspaceError
+
+    jobs, mine, theirs = tmp_path / "jobs", tmp_path / "mine", tmp_path / "theirs"
+    for d in (mine, theirs):
+        d.mkdir()
+    jobs.mkdir(mode=0o700)
+    settings = Settings(root=str(theirs), shell_mode="any", sandbox="none", job_dir=str(jobs),
+                        audit=False)  # fmt: skip
+    async with Client(create_server(settings)) as client:
+        started = await ok(client, "run_command", command=["sleep", "30"], background=True)
+        job = started.split("Started job ", 1)[1].split()[0]
+        registry = WorkspaceRegistry.confined(str(mine), ())
+        state = ConsoleState(registry, journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+                             checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+                             job_dir=str(jobs))  # fmt: skip
+        assert [r["id"] for r in state.jobs()] == []
+        with pytest.raises(WorkspaceError, match="no job"):
+            state.job_log(job)
+        with pytest.raises(WorkspaceError, match="no job"):
+            state.kill(job)
+        theirs_state = ConsoleState(WorkspaceRegistry.confined(str(theirs), ()),
+                                    journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+                                    checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+                                    job_dir=str(jobs))  # fmt: skip
+        assert [r["id"] for r in theirs_state.jobs()] == [job]
+        assert "stopped" in theirs_state.kill(job)
+
+
+# --- 13: what the request says is what goes ---------------------------------------------
+
+
+async def test_the_request_names_every_entry_a_delete_removes(tmp_path: Path) -> None:
+    """Item 13: `delete_path proj` said "removes the folder proj with 2 files" while 34
+    entries went, .git history included; a write_file into a folder that does not exist
+    yet was shown with no content at all."""
+    import subprocess
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "a.py").write_text("a\n")
+    (proj / ".hidden").write_text("h\n")
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    expected = sum(1 for _ in proj.rglob("*"))
+    state = console(tmp_path)
+    async with Client(server(tmp_path, confirm=("destructive", "write"))) as client:
+        await ok(client, "delete_path", path="proj", recursive=True)
+        await ok(client, "write_file", path="new/dir/f.txt", content="hello\nworld\n")
+        shown = {r["tool"]: r["summary"] for r in state.approvals()}
+    assert f"and all {expected} entries below it (its .git included)" in shown["delete_path"]
+    assert "+hello" in shown["write_file"] and "+world" in shown["write_file"]
+    assert proj.exists() and not (tmp_path / "new").exists()

@@ -220,24 +220,27 @@ class ConsoleState:
         return found
 
     def jobs(self) -> list[dict[str, Any]]:
-        """Job records of every server that shares this job directory (newest first)."""
-        records = JobRecords(self.job_dir)
-        return sorted(records.all(), key=lambda r: str(r.get("started_at", "")), reverse=True)
+        """The jobs run in this console's workspaces (newest first). The job directory is
+        shared by every server of the user (the default one, or one named by several): a
+        job of another project, its host directory and output, is not this console's."""
+        mine = [r for r in JobRecords(self.job_dir).all() if self._owning(str(r.get("cwd", "")))]
+        return sorted(mine, key=lambda r: str(r.get("started_at", "")), reverse=True)
+
+    def _job(self, job_id: str) -> dict[str, Any]:
+        record = JobRecords(self.job_dir).read(job_id)
+        if record is None or self._owning(str(record.get("cwd", ""))) is None:
+            raise WorkspaceError(f"no job {job_id[:40]} in this console's workspaces")
+        return record
 
     def job_log(self, job_id: str) -> str:
         """The tail of a job's log (the records name only ids: the path is ours)."""
-        records = JobRecords(self.job_dir)
-        record = records.read(job_id)
-        if record is None:
-            raise WorkspaceError(f"no job {job_id[:40]}")
+        record = self._job(job_id)
         path = os.path.join(self.job_dir, f"{record['id']}.log")
         return log_tail(path, record["id"], limits.JOB_TAIL_DEFAULT_BYTES)
 
     def kill(self, job_id: str) -> str:
         records = JobRecords(self.job_dir)
-        record = records.read(job_id)
-        if record is None:
-            raise WorkspaceError(f"no job {job_id[:40]}")
+        record = self._job(job_id)
         if record.get("status") != "running":
             return f"job {record['id']} is not running ({record.get('status')})"
         ws = self._workspace_of(str(record.get("cwd", "")))
@@ -249,12 +252,17 @@ class ConsoleState:
             activity.record(result="killed")
         return f"job {record['id']}: stopped"
 
+    def _owning(self, cwd: str) -> Workspace | None:
+        """The workspace a job ran in, by its recorded (real) directory, or None."""
+        for ws in self.registry:
+            top = ws.root if ws.confined else ws.base
+            if cwd == top or cwd.startswith(top.rstrip("/") + "/"):
+                return ws
+        return None
+
     def _workspace_of(self, cwd: str) -> Workspace:
         """The workspace a job ran in (its journal records the kill), else the primary."""
-        for ws in self.registry:
-            if ws.confined and (cwd == ws.root or cwd.startswith(ws.root.rstrip("/") + "/")):
-                return ws
-        return self.registry.primary
+        return self._owning(cwd) or self.registry.primary
 
 
 _NUMBERS = frozenset({"ms"})
