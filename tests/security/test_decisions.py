@@ -317,3 +317,23 @@ async def test_the_request_names_every_entry_a_delete_removes(tmp_path: Path) ->
     assert f"and all {expected} entries below it (its .git included)" in shown["delete_path"]
     assert "+hello" in shown["write_file"] and "+world" in shown["write_file"]
     assert proj.exists() and not (tmp_path / "new").exists()
+
+
+async def test_a_subpath_sessions_approval_reaches_the_console(tmp_path: Path) -> None:
+    """Item 12: a subpath-confined agent's approval requests went to sub/.workspace-mcp,
+    which the console does not read: they could only time out."""
+    from agent_workspace_mcp.requestctx import parse_subpath
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "f.txt").write_text("f\n")
+    registry = WorkspaceRegistry.confined(str(tmp_path), ())
+    view = registry.view(parse_subpath(registry.primary, "sub")).primary
+    gate = Approvals(300)
+    d = digest("delete_path", {"path": "f.txt"})
+    asked = gate.request(view, tool="delete_path", call_digest=d, summary="removes f.txt",
+                         subject=None, session="s", client=None)  # fmt: skip
+    state = console(tmp_path)
+    assert [r["id"] for r in state.approvals()] == [asked["id"]]
+    state.decide(None, asked["id"], approve=True)
+    assert gate.take(view, subject=None, call_digest=d) is not None
+    assert not (tmp_path / "sub" / ".workspace-mcp" / "approvals.json").exists()

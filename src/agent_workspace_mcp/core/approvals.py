@@ -90,6 +90,7 @@ class Approvals:
     # --- storage ---------------------------------------------------------------------
 
     def _load(self, ws: Workspace) -> dict[str, dict[str, Any]]:
+        ws = home(ws)
         try:
             value = read_json(ws, FILE)
         except WorkspaceError:
@@ -114,7 +115,7 @@ class Approvals:
                           key=lambda r: _number(r.get("created")))  # fmt: skip
             for record in done[: len(records) - CONFIRM_KEPT]:
                 records.pop(str(record.get("id")), None)
-        write_json(ws, {"approvals": records}, FILE)
+        write_json(home(ws), {"approvals": records}, FILE)
 
     def _expire(self, records: dict[str, dict[str, Any]]) -> None:
         now = self.clock()
@@ -131,7 +132,7 @@ class Approvals:
         return records
 
     def _change(self, ws: Workspace, fn: Callable[[dict[str, dict[str, Any]]], Any]) -> Any:
-        with state_lock(ws):
+        with state_lock(home(ws)):
             records = self._load(ws)
             self._expire(records)
             result = fn(records)
@@ -224,6 +225,13 @@ class Approvals:
             return dict(record)
 
         return self._change(ws, settle)
+
+
+def home(ws: Workspace) -> Workspace:
+    """Where a workspace's approvals live: a subpath session's in its primary's state
+    directory, which the console reads (issue 43: they only ever timed out) and no
+    command of the session can reach."""
+    return ws.anchor if ws.anchor is not None else ws
 
 
 def _number(value: Any) -> float:
