@@ -257,7 +257,9 @@ def test_legacy_sse_posts_are_checked_too(http) -> None:
         # The iterator is kept: closing it would end the stream, and its session with it.
         lines = stream.iter_lines()
         endpoint = next(
-            line.removeprefix("data: ").strip() for line in lines if line.startswith("data: /messages/")
+            line.removeprefix("data: ").strip()
+            for line in lines
+            if line.startswith("data: /messages/")
         )
         answer = httpx2.post(f"{server.base}{endpoint}", content=b"{not json", headers=HEADERS)
     assert answer.status_code == 400

@@ -363,6 +363,12 @@ CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview
 # match --confirm-path globs and count what a delete removes; past it the call is
 # treated as touching a protected path (asked, never waved through).
 TOUCHED_ENTRIES_MAX = 20_000
+# ours (issue 43): one page of the review panel's data, under the answer budget with room
+# for the envelope, so the panel always gets whole JSON; a file's diff lines in one page
+# when its diff alone would exceed it; call ids listed.
+REVIEW_PAGE_BYTES = 48_000
+REVIEW_FILE_LINES = 400
+REVIEW_IDS = 500
 # ours (issue 43): a client's name or version as shown (clientInfo is free text).
 CLIENT_NAME_CHARS = 80
 # ours (issue 43): entries the walk for `.git` / `.workspace-mcp` looks at before and after

@@ -73,10 +73,14 @@ def review_changes(
     _ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
     if not diffs:
         return f"{what.capitalize()} changed no recorded file ({len(ids)} calls looked at)."
-    rows = [f"{what.capitalize()} changed {len(diffs)} file{'s' * (len(diffs) != 1)}:"]
+    files = sum(1 for d in diffs if d.change in ("created", "deleted", "modified", "mode"))
+    others = len(diffs) - files
+    also = f" and {others} other path{'s' * (others != 1)} (folders, links)" if others else ""
+    rows = [f"{what.capitalize()} changed {files} file{'s' * (files != 1)}{also}:"]
     for d in diffs[: limits.UNDO_LINES_SHOWN]:
-        counts = d.note or f"+{d.plus} -{d.minus}"
-        rows.append(f"  {d.change:<8}  {d.path}  {counts}  (first #{first[d.path]})")
+        dirlike = " " in d.change  # a folder or a link: no line counts
+        counts = "" if dirlike and not d.note else f"  {d.note or f'+{d.plus} -{d.minus}'}"
+        rows.append(f"  {d.change:<8}  {d.path}{counts}  (first #{first[d.path]})")
     if len(diffs) > limits.UNDO_LINES_SHOWN:
         rows.append(f"  ... and {len(diffs) - limits.UNDO_LINES_SHOWN} more")
     rows.append("Undo a file: restore_file(path, before=<its first id>); everything: "
@@ -90,19 +94,39 @@ def review_changes_data(
     session: Session = None,
     change: Change = None,
     since: Since = None,
+    after: Annotated[int, Field(ge=0, description="Next page: the answer's next.")] = 0,
     workspace: WorkspaceArg = None,
 ) -> str:
-    """The review panel's data."""
+    """The review panel's data, a page at a time (`next` continues)."""
     ws, ids, what, diffs, first = _reviewed(services, ctx, workspace, session, change, since)
-    files = [{**asdict(d), "first": first[d.path]} for d in diffs]
+    # Paged under the answer budget, always whole JSON: cut by the budget's backstop, a
+    # session that changed 120 files came back as invalid JSON and the panel showed
+    # nothing, exactly when a person most needs it (issue 43).
+    files: list[dict] = []
+    used = 0
+    index = after
+    while index < len(diffs):
+        d = diffs[index]
+        item = {**asdict(d), "first": first[d.path]}
+        size = len(json.dumps(item, ensure_ascii=False))
+        if size > limits.REVIEW_PAGE_BYTES:  # one huge diff: its head, and how much more
+            keep = item["lines"][: limits.REVIEW_FILE_LINES]
+            item = {**item, "lines": keep, "more": d.more + len(d.lines) - len(keep)}
+            size = len(json.dumps(item, ensure_ascii=False))
+        if files and used + size > limits.REVIEW_PAGE_BYTES:
+            break
+        files.append(item)
+        used += size
+        index += 1
     waiting = []
-    if services.approvals is not None:  # shown only: a person answers in the console
+    if services.approvals is not None and after == 0:  # shown only: answered in the console
         subject = current_subject()
         waiting = [{"id": r["id"], "tool": r.get("tool"), "summary": r.get("summary")}
                    for r in services.approvals.pending(ws)
                    if r.get("status") == "pending" and r.get("subject") == subject]  # fmt: skip
-    return json.dumps({"workspace": ws.name, "what": what, "ids": sorted(ids), "files": files,
-                       "approvals": waiting,
+    return json.dumps({"workspace": ws.name, "what": what, "ids": sorted(ids)[: limits.REVIEW_IDS],
+                       "files": files, "total": len(diffs),
+                       "next": index if index < len(diffs) else None, "approvals": waiting,
                        "canUndo": not services.settings.read_only})  # fmt: skip
 
 

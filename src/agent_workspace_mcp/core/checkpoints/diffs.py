@@ -22,7 +22,7 @@ from .store import LostObjectError, Store
 @dataclass
 class FileDiff:
     path: str
-    change: str  # created, deleted, modified, mode, kind
+    change: str  # created, deleted, modified, mode; "created dir", "link -> file", ...
     plus: int = 0
     minus: int = 0
     lines: list[str] = field(default_factory=list)  # unified diff lines (paged)
@@ -43,6 +43,9 @@ def entry_diffs(ws: Workspace, store: Store, entry_id: str, *, path: str | None 
             if path is None or rel == path]  # fmt: skip
 
 
+_KIND = {"f": "file", "d": "dir", "l": "link"}  # a recorded state's type, as people say it
+
+
 def file_diff(ws: Workspace, store: Store, rel: str, before: State, after: State,
               offset: int = 0) -> FileDiff:  # fmt: skip
     kinds = (before.get("t"), after.get("t"))
@@ -52,8 +55,14 @@ def file_diff(ws: Workspace, store: Store, rel: str, before: State, after: State
         change = "deleted"
     elif kinds == ("f", "f"):
         change = "modified" if before.get("h") != after.get("h") else "mode"
-    else:
-        change = "kind"
+    elif kinds[0] == "-":
+        change = f"created {_KIND.get(str(kinds[1]), 'entry')}"
+    elif kinds[1] == "-":
+        change = f"deleted {_KIND.get(str(kinds[0]), 'entry')}"
+    elif kinds[0] == kinds[1]:
+        change = f"{_KIND.get(str(kinds[0]), 'entry')} changed"
+    else:  # a file became a folder, a link a file, ...
+        change = f"{_KIND.get(str(kinds[0]), 'entry')} -> {_KIND.get(str(kinds[1]), 'entry')}"
     result = FileDiff(rel, change)
     if "f" not in kinds:
         return result
