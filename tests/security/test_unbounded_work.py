@@ -60,3 +60,18 @@ async def test_undo_over_a_planted_index_of_20000_lines_answers(ws: Path) -> Non
             answer = await call(client, "undo", to=first)
     assert answer.is_error and "20,000 paths" in answer.text, answer.text
     assert (ws / "first.txt").exists()
+
+
+def test_outline_of_a_huge_one_line_file_is_bounded(monkeypatch) -> None:
+    """Issue 43, item 20: a 15 MB one-line file (a function with millions of parameters)
+    answered after 92 s; the documented bound is CODE_FILE_SECONDS per file. The parse
+    and the search for definitions both look at the clock: with a short bound, the
+    outline stops and says so (the old code parsed and queried it whole first)."""
+    from agent_workspace_mcp.core import limits as lim
+    from agent_workspace_mcp.core.code import outline
+
+    monkeypatch.setattr(lim, "CODE_FILE_SECONDS", 0.2)
+    source = ("def f(" + ",".join("a" for _ in range(7_500_000)) + "): pass\n").encode()
+    assert outline._definitions("python", source).partial
+    small = b"def g(a, b):\n    pass\n"  # an ordinary file is unaffected
+    assert [d.name for d in outline._definitions("python", small)] == ["g"]

@@ -240,6 +240,10 @@ OUTLINE_SIGNATURE_SCAN_BYTES = 4 * OUTLINE_SIGNATURE_CHARS
 # root, so work per definition grows with nesting; past these a file's outline (or its
 # references) and a whole navigation call stop and say so, well inside clients' ~60 s.
 CODE_FILE_SECONDS = 5.0
+# ours (issue 43): past this size a file's definitions are found by a walk that looks at
+# the clock instead of tree-sitter's query (fast, but unstoppable and superlinear on a
+# node with millions of children); Django's largest module is ~100 KB.
+OUTLINE_QUERY_MAX_BYTES = 1 * 1024 * 1024
 CODE_CALL_SECONDS = 20.0
 # ours (issue 28): outline shows nesting up to this depth by indentation; deeper lines are
 # indented no further (a 24,000-level file would spend the answer on spaces)

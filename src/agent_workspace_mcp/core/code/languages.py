@@ -68,9 +68,28 @@ def grammar(language: str) -> Any:
     return found
 
 
-def parse(language: str, source: bytes) -> Any:
-    """The syntax tree of `source` (tree-sitter recovers from syntax errors)."""
+class ParseTimeout(Exception):
+    """The parse ran past its deadline and was stopped."""
+
+
+def parse(language: str, source: bytes, deadline: float | None = None) -> Any:
+    """The syntax tree of `source` (tree-sitter recovers from syntax errors); stopped
+    at `deadline` (time.monotonic()) with ParseTimeout: a 15 MB one-line file takes
+    tens of seconds to parse (issue 43)."""
+    import time
+
     import tree_sitter
 
     # A Parser is cheap and not safe to share between threads: one per parse.
-    return tree_sitter.Parser(grammar(language)).parse(source)
+    parser = tree_sitter.Parser(grammar(language))
+    if deadline is None:
+        return parser.parse(source)
+    view = memoryview(source)
+
+    def read(offset: int, _point: Any) -> bytes:
+        return bytes(view[offset : offset + 65_536])
+
+    try:
+        return parser.parse(read, progress_callback=lambda _o, _e: time.monotonic() > deadline)
+    except ValueError:  # "Parsing failed": the callback stopped it
+        raise ParseTimeout from None

@@ -88,7 +88,7 @@ def _stopped(source: Source) -> str:
     last = found[-1].start if found else 1
     return (
         f"... (outline of {source.display} stopped after {len(found)} definitions, at line "
-        f"{last}: it nests too deeply to outline in {limits.CODE_FILE_SECONDS:g} s; "
+        f"{last}: it is too large or nests too deeply to outline in {limits.CODE_FILE_SECONDS:g} s; "
         "read_file from there)"
     )
 
@@ -265,9 +265,15 @@ def references_in(
     whether the search stopped at `deadline` (or CODE_FILE_SECONDS) before the end."""
     import re
 
-    from .languages import parse
+    from .languages import ParseTimeout, parse
 
-    tree = parse(source.language, source.data)
+    until = time.monotonic() + limits.CODE_FILE_SECONDS
+    if deadline is not None:
+        until = min(until, deadline)
+    try:
+        tree = parse(source.language, source.data, until)
+    except ParseTimeout:
+        return [], True
     defs = definitions(source.language, source.data)
     lines = source.data.split(b"\n")
     pattern = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(word.encode()) + rb"(?![A-Za-z0-9_$])")
@@ -279,9 +285,6 @@ def references_in(
     pending = iter(sorted(defs, key=lambda d: (d.start, -d.end)))
     upcoming = next(pending, None)
     open_: list[Definition] = []
-    until = time.monotonic() + limits.CODE_FILE_SECONDS
-    if deadline is not None:
-        until = min(until, deadline)
     for count, match in enumerate(pattern.finditer(source.data)):
         if count % 64 == 63 and time.monotonic() > until:
             return found, True

@@ -21,7 +21,7 @@ from ..limits import (
     OUTLINE_SIGNATURE_CHARS,
     OUTLINE_SIGNATURE_SCAN_BYTES,
 )
-from .languages import parse
+from .languages import ParseTimeout, parse
 
 _C = {
     "function_definition": "function",
@@ -143,17 +143,27 @@ def _definitions(language: str, source: bytes) -> Outline:
     of a 2,000-line file cost three times the parse); nesting comes from each one's
     parent chain.
     """
-    tree = parse(language, source)
+    deadline = time.monotonic() + limits.CODE_FILE_SECONDS
+    found = Outline()
+    try:
+        tree = parse(language, source, deadline)
+    except ParseTimeout:
+        found.partial = True
+        return found
     kinds = KINDS[language]
-    candidates = sorted(
-        _candidates(language, tree.root_node), key=lambda n: (n.start_byte, -n.end_byte)
-    )
+    # The query runs in C without a way to stop it, and is superlinear on a node with
+    # millions of children (a function of 5 million parameters: 90 s); past a size a
+    # walk that looks at the clock does the same (issue 43).
+    if len(source) > limits.OUTLINE_QUERY_MAX_BYTES:
+        nodes, complete = _walked(language, tree.root_node, deadline)
+        found.partial = not complete
+    else:
+        nodes = _candidates(language, tree.root_node)
+    candidates = sorted(nodes, key=lambda n: (n.start_byte, -n.end_byte))
     # Syntax nodes nest, so in (start, -end) order the definitions enclosing a candidate
     # are those still open on a stack: walking each candidate's parent chain instead was
     # quadratic in the nesting depth (a 24,000-level file took 87 s; issue 28).
     open_: list[tuple[int, Definition]] = []  # (end byte, definition), outermost first
-    found = Outline()
-    deadline = time.monotonic() + limits.CODE_FILE_SECONDS
     for count, node in enumerate(candidates):
         if count % 64 == 63 and time.monotonic() > deadline:
             found.partial = True
@@ -174,6 +184,33 @@ def _definitions(language: str, source: bytes) -> Outline:
 _QUERIES: dict[str, Any] = {}
 
 
+def _types(language: str) -> set[str]:
+    types = set(KINDS[language])
+    if language in ("javascript", "typescript", "tsx"):
+        types |= _VARIABLES
+    return types
+
+
+def _walked(language: str, root, deadline: float) -> tuple[list[Any], bool]:
+    """The query's candidates by a walk that stops at `deadline` (and whether it ended)."""
+    types = _types(language)
+    found: list[Any] = []
+    cursor = root.walk()
+    count = 0
+    while True:
+        count += 1
+        if count % 4096 == 0 and time.monotonic() > deadline:
+            return found, False
+        node = cursor.node
+        if node is not None and node.type in types:
+            found.append(node)
+        if cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return found, True
+
+
 def _candidates(language: str, root) -> list[Any]:
     import tree_sitter
 
@@ -181,10 +218,7 @@ def _candidates(language: str, root) -> list[Any]:
 
     query = _QUERIES.get(language)
     if query is None:
-        types = set(KINDS[language])
-        if language in ("javascript", "typescript", "tsx"):
-            types |= _VARIABLES
-        text = " ".join(f"({t}) @d" for t in sorted(types))
+        text = " ".join(f"({t}) @d" for t in sorted(_types(language)))
         query = _QUERIES[language] = tree_sitter.Query(grammar(language), text)
     return tree_sitter.QueryCursor(query).captures(root).get("d", [])
 
