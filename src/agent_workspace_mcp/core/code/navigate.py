@@ -88,7 +88,8 @@ def _stopped(source: Source) -> str:
     last = found[-1].start if found else 1
     return (
         f"... (outline of {source.display} stopped after {len(found)} definitions, at line "
-        f"{last}: it is too large or nests too deeply to outline in {limits.CODE_FILE_SECONDS:g} s; "
+        f"{last}: it is too large or nests too deeply to outline in "
+        f"{limits.CODE_FILE_SECONDS:g} s; "
         "read_file from there)"
     )
 
