@@ -54,3 +54,24 @@ def test_header_and_body_must_agree(served: RunningServer) -> None:
     refused = call(served, "api", "default")
     assert refused.status_code == 400, refused.text
     assert "in api" not in refused.text and "in main" not in refused.text
+
+
+def test_a_fresh_process_checks_the_header_before_any_listing(tmp_path) -> None:
+    """Issue 43, item 23: a header disagreeing with the body, or missing, was accepted
+    until some client had called tools/list on that process (every start, every
+    worker): the SDK checks only against schemas a listing cached."""
+    (tmp_path / "main").mkdir()
+    (tmp_path / "api").mkdir()
+    (tmp_path / "api" / "f.txt").write_text("in api\n")
+    (tmp_path / "main" / "f.txt").write_text("in main\n")
+    server = start(tmp_path / "main", "--workspace", f"api={tmp_path / 'api'}", "--token", KEY,
+                   log_dir=tmp_path)  # fmt: skip
+    try:
+        wrong = call(server, "api", "default")  # the very first request of the process
+        assert wrong.status_code == 400 and "in api" not in wrong.text, wrong.text
+        missing = call(server, "api", None)
+        assert missing.status_code == 400 and "in api" not in missing.text, missing.text
+        right = call(server, "api", "api")
+        assert right.status_code == 200 and "in api" in right.text
+    finally:
+        assert server.stop() == 0

@@ -134,3 +134,35 @@ def test_the_routing_header_must_name_the_task(served: RunningServer) -> None:
     wrong = rpc(served, ANN, "tasks/get", {"taskId": created["taskId"]}, name="job-other")
     assert wrong["error"]["code"] == -32020, wrong
     poll(served, created["taskId"])
+
+
+def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
+    """Issue 43, item 22: after a restart, tasks/get answered "unknown taskId" for
+    finished and stopped tasks whose records were still on disk."""
+    root, jobs = tmp_path / "ws", tmp_path / "jobs"
+    root.mkdir()
+    jobs.mkdir(mode=0o700)
+    args = ("--shell-any", "--allow-remote-exec", "--api-key", f"ann={ANN}",
+            "--api-key", f"bob={BOB}")  # fmt: skip
+    env = {"WORKSPACE_MCP_JOB_DIR": str(jobs)}
+    first = start(root, *args, env=env)
+    try:
+        done = rpc(first, ANN, "tools/call", {"name": "run_command", "arguments": {
+            "command": ["echo", "kept-answer"], "background": True}})["result"]  # fmt: skip
+        finished = poll(first, done["taskId"])
+        stopped = bash(first, "sleep 30")["result"]
+        rpc(first, ANN, "tasks/cancel", {"taskId": stopped["taskId"]})
+        poll(first, stopped["taskId"])
+    finally:
+        assert first.stop() == 0
+    second = start(root, *args, env=env)
+    try:
+        again = rpc(second, ANN, "tasks/get", {"taskId": done["taskId"]})["result"]
+        assert again["status"] == "completed" == finished["status"]
+        assert again["taskId"] == finished["taskId"]
+        text = again["result"]["content"][0]["text"]
+        assert "kept-answer" in text and "[exit code 0" in text
+        assert rpc(second, ANN, "tasks/get", {"taskId": stopped["taskId"]})["result"]["status"] == "cancelled"
+        assert rpc(second, BOB, "tasks/get", {"taskId": done["taskId"]})["error"]["code"] == -32602
+    finally:
+        assert second.stop() == 0

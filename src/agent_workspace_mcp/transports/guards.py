@@ -22,6 +22,9 @@ import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.shared.inbound import validate_mcp_param_headers
 
 from ..configuration import is_loopback, is_wildcard
 from ..core.errors import WorkspaceError
@@ -206,8 +209,11 @@ class FrameGuard:
     large) instead of the SDK's pydantic dump or plain-text 413. Runs after the auth
     layer, so an anonymous caller's body is never read."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app, services: Services | None = None) -> None:
         self.app = app
+        # The workspace argument is advertised (and so mirrored as Mcp-Param-Workspace)
+        # only while several workspaces are configured (middleware/lean_list).
+        self.routed = services is not None and len(services.registry) > 1
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -236,6 +242,9 @@ class FrameGuard:
         if isinstance(checked, BadFrame):
             await _json_rpc_error(send, 400, checked)
             return
+        if self.routed and (refused := _param_mismatch(scope, checked)) is not None:
+            await _plain_json(send, 400, refused)
+            return
         replayed = False
 
         async def replay():
@@ -246,6 +255,41 @@ class FrameGuard:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+# The one x-mcp-header our tools declare (tools/base.WorkspaceArg), as listed.
+_ROUTED_SCHEMA = {"type": "object", "properties": {
+    "workspace": {"type": "string", "x-mcp-header": "Workspace"}}}  # fmt: skip
+
+
+def _param_mismatch(scope, message: Any) -> bytes | None:
+    """A 2026-07-28 tools/call whose Mcp-Param-Workspace disagrees with (or is missing
+    for) its body's workspace: the JSON-RPC error to answer. The SDK checks this only
+    against schemas it has cached from a tools/list, so on a fresh process (every start,
+    every worker) it let any header through until some client listed the tools."""
+    root = getattr(message, "root", message)
+    if getattr(root, "method", None) != "tools/call":
+        return None
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    if headers.get("mcp-protocol-version", "") < "2026-07-28":
+        return None  # the handshake protocols have no Mcp-Param-* headers
+    params = getattr(root, "params", None) or {}
+    arguments = params.get("arguments") if isinstance(params, dict) else None
+    if arguments is not None and not isinstance(arguments, dict):
+        return None  # the SDK answers a malformed call itself
+    rejection = validate_mcp_param_headers(_ROUTED_SCHEMA, arguments or {}, headers)
+    if rejection is None:
+        return None
+    error = {"code": rejection.code, "message": rejection.message}
+    if rejection.data is not None:
+        error["data"] = rejection.data
+    return json.dumps({"jsonrpc": "2.0", "id": getattr(root, "id", None), "error": error}).encode()
+
+
+async def _plain_json(send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _json_rpc_error(send, status: int, bad: BadFrame) -> None:

@@ -340,8 +340,9 @@ class JobRegistry:
         return job
 
     def _record(self, job_id: str, owner: str | None) -> dict | None:
-        if not self.shared:
-            return None
+        """The job's record on disk: a worker's job (shared mode), or one this server's
+        earlier run started (issue 43: after a restart, tasks/get said "unknown taskId"
+        for finished jobs whose records were still there)."""
         record = self.records.read(job_id)
         return record if record is not None and record["owner"] == owner else None
 
