@@ -162,7 +162,10 @@ def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
         assert again["taskId"] == finished["taskId"]
         text = again["result"]["content"][0]["text"]
         assert "kept-answer" in text and "[exit code 0" in text
-        assert rpc(second, ANN, "tasks/get", {"taskId": stopped["taskId"]})["result"]["status"] == "cancelled"
+        assert (
+            rpc(second, ANN, "tasks/get", {"taskId": stopped["taskId"]})["result"]["status"]
+            == "cancelled"
+        )
         assert rpc(second, BOB, "tasks/get", {"taskId": done["taskId"]})["error"]["code"] == -32602
     finally:
         assert second.stop() == 0

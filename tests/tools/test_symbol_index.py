@@ -101,3 +101,28 @@ async def test_read_only_keeps_nothing_on_disk(ws: Path) -> None:
     async with open_client(Settings(root=str(ws), read_only=True)) as client:
         assert "class Widget" in await ok(client, "find_symbol", name="Widget")
     assert not (ws / ".workspace-mcp" / "symbols.json").exists()
+
+
+async def test_a_file_renamed_in_with_its_mtime_restored_is_read_again(ws: Path) -> None:
+    """Issue 43, mutation test: an index keyed on size and mtime alone missed a definition
+    renamed in with the mtime restored (same size): the signature's device, inode and
+    ctime must each tell it apart."""
+    import os
+
+    (ws / "b.py").write_text("# Zzz\nclass Aaa:\n    pass\n")
+    async with open_client(Settings(root=str(ws))) as client:
+        before = await call_text(client, "find_symbol", name="Zzz")
+        assert "b.py" not in before or "no definition" in before, before
+        old = os.stat(ws / "b.py")
+        swapped = ws / "b.tmp"
+        swapped.write_text("class Zzz:\n    pass\n# Aaa\n")
+        assert swapped.stat().st_size == old.st_size
+        os.utime(swapped, ns=(old.st_atime_ns, old.st_mtime_ns))
+        os.replace(swapped, ws / "b.py")
+        after = await ok(client, "find_symbol", name="Zzz")
+    assert after.startswith("b.py:1-2  class Zzz"), after
+
+
+async def call_text(client, tool: str, **args) -> str:
+    result = await client.call_tool(tool, args, raise_on_error=False)
+    return result.content[0].text

@@ -40,8 +40,10 @@ def build_http_app(app: FastMCP, services: Services):
         stateless_http=settings.stateless,
         session_idle_timeout=settings.session_idle_timeout,
         json_response=False,  # progress/log notifications need SSE responses
-        middleware=[Middleware(SessionGuard, services=services),
-                    Middleware(FrameGuard, services=services)],
+        middleware=[
+            Middleware(SessionGuard, services=services),
+            Middleware(FrameGuard, services=services),
+        ],
     )
     wrapped_lifespan = inner.router.lifespan_context
 
