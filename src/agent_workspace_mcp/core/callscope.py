@@ -84,6 +84,31 @@ class Touched:
             self.paths.append(path)
 
 
+def named_paths(args: dict[str, Any]) -> list[str]:
+    """The paths the arguments name, as given (the audit line of a call that resolved
+    none itself): the same table `touched` resolves, without touching the disk; a diff's
+    paths as its parser reads them."""
+    found: list[str] = []
+    for name, value in args.items():
+        how = PATH_ARGUMENTS.get(name)
+        if how in ("one", "sibling") and isinstance(value, str):
+            found.append(value)
+        elif how == "many" and isinstance(value, list):
+            found.extend(v for v in value if isinstance(v, str))
+        elif how == "edits" and isinstance(value, list):
+            found.extend(
+                e["path"] for e in value if isinstance(e, dict) and isinstance(e.get("path"), str)
+            )
+        elif how == "diff" and isinstance(value, str):
+            with contextlib.suppress(WorkspaceError):
+                for file in patches.parse(value):
+                    found.extend(p for p in (file.old_path, file.new_path) if p and p not in found)
+    for name in PLACE_ARGUMENTS:
+        if isinstance(args.get(name), str):
+            found.append(args[name])
+    return found
+
+
 def canonical(tool: str) -> str:
     return TWINS.get(tool, tool)
 

@@ -8,12 +8,11 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core import activity
 from ..core.audit import AuditLog
+from ..core.callscope import named_paths
 from ..requestctx import current_subject
 from ..services import Services
 from .outcome import Outcome, observed
 
-# Argument names whose values are paths (never content) and may be logged.
-PATH_ARGUMENTS = ("path", "paths", "source", "destination", "cwd")
 META_FIELDS = ("execution_id", "workspace_id", "project_id")
 
 
@@ -31,21 +30,6 @@ def _meta(context: MiddlewareContext) -> dict:
     extra = getattr(meta, "model_extra", None) or {}
     data = {**data, **extra}
     return {k: str(data[k]) for k in META_FIELDS if data.get(k) is not None}
-
-
-def _argument_paths(arguments: dict) -> list[str]:
-    paths: list[str] = []
-    for name in PATH_ARGUMENTS:
-        value = arguments.get(name)
-        if isinstance(value, str):
-            paths.append(value)
-        elif isinstance(value, list):
-            paths.extend(v for v in value if isinstance(v, str))
-    edits = arguments.get("edits")
-    for edit in edits if isinstance(edits, list) else ():
-        if isinstance(edit, dict) and isinstance(edit.get("path"), str):
-            paths.append(edit["path"])
-    return paths
 
 
 class AuditMiddleware(Middleware):
@@ -72,7 +56,7 @@ class AuditMiddleware(Middleware):
                     if isinstance(workspace, str)
                     else self.services.workspaces.primary.name,
                     "tool": message.name,
-                    "paths": act.paths or _argument_paths(arguments) or None,
+                    "paths": act.paths or named_paths(arguments) or None,
                     "outcome": "ok" if outcome.ok else "error",
                     "error": outcome.error,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 1),

@@ -1,0 +1,63 @@
+"""core.callscope: the one answer to "which paths does this call touch" (issue 43).
+
+The argument tables are closed: every argument of every registered tool (all settings
+that register them, tools/schemas.json) is either a path the module resolves or listed
+as not a path, so a new tool cannot take a path the approval gate does not see.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_workspace_mcp.core import callscope
+from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+
+SCHEMAS = Path(callscope.__file__).parents[1] / "tools" / "schemas.json"
+
+
+def test_every_tool_argument_is_known_to_the_path_tables() -> None:
+    known = set(callscope.PATH_ARGUMENTS) | callscope.PLACE_ARGUMENTS | callscope.OTHER_ARGUMENTS
+    table = json.loads(SCHEMAS.read_text())
+    unknown = {
+        f"{key.rsplit('.', 1)[1]}({name})"
+        for key, (_digest, schema, _ctx) in table.items()
+        for name in schema.get("properties", {})
+        if name not in known
+    }
+    assert not unknown, f"say whether these name paths (core/callscope.py): {sorted(unknown)}"
+    both = set(callscope.PATH_ARGUMENTS) & callscope.OTHER_ARGUMENTS
+    assert not both
+
+
+@pytest.fixture
+def ws(tmp_path: Path):
+    (tmp_path / "migrations").mkdir()
+    (tmp_path / "migrations" / "1.sql").write_text("x\n")
+    (tmp_path / "mig").symlink_to("migrations")
+    (tmp_path / "sub").mkdir()
+    return WorkspaceRegistry.confined(str(tmp_path), ()).primary
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("write_file", {"path": "sub/../migrations/1.sql"}),
+        ("write_file", {"path": "mig/1.sql"}),
+        ("patch", {"edits": [{"path": "mig/1.sql"}]}),
+        ("apply_patch", {"patch": "--- a/mig/1.sql\n+++ b/mig/1.sql\n@@ -1 +1 @@\n-x\n+y\n"}),
+        ("delete_path", {"path": "migrations"}),
+        ("rename_path", {"path": "migrations", "newName": "old"}),
+    ],
+)
+def test_every_spelling_resolves_to_the_real_path(ws, tool: str, args: dict) -> None:
+    found = callscope.touched(ws, tool, args)
+    assert "migrations/1.sql" in found.paths, found
+
+
+def test_a_diff_that_deletes_is_a_delete_in_any_spelling(ws) -> None:
+    for spelling in ('+++ "/dev/null"', "+++  /dev/null", "+++ /dev/null"):
+        text = f"--- a/migrations/1.sql\n{spelling}\n@@ -1 +0,0 @@\n-x\n"
+        assert callscope.touched(ws, "apply_patch", {"patch": text}).deletes, spelling
