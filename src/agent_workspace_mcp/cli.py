@@ -221,8 +221,16 @@ def ready_line(settings, services, app) -> str:
 
     # Without middleware: the count is the same, and the listing's schema work (and the
     # jsonref import it brings) waits for a client that asks (issue 15: cold start).
-    names = {tool.name for tool in anyio.run(lambda: app.list_tools(run_middleware=False))}
-    tools = len(names)
+    listed = anyio.run(lambda: app.list_tools(run_middleware=False))
+    names = {tool.name for tool in listed}
+    # The count tools/list serves a client; a tool only an MCP App calls is named apart
+    # (a host without apps never lists it: issue 44).
+    app_only = {
+        t.name for t in listed if ((t.meta or {}).get("ui") or {}).get("visibility") == ["app"]
+    }
+    tools = f"{len(names - app_only)} tools" + (
+        f" (+{len(app_only)} for hosts with MCP Apps)" if app_only else ""
+    )
     roots = ", ".join(
         ws.base if not ws.confined else f"{ws.name}={ws.root}" for ws in services.registry
     )
@@ -248,7 +256,7 @@ def ready_line(settings, services, app) -> str:
     else:
         waits = "waiting for a client on stdin"
     return (
-        f"v{package_version()}, {tools} tools, {mode} ({roots}), {commands}, "
+        f"v{package_version()}, {tools}, {mode} ({roots}), {commands}, "
         f"profile {settings.profile}; {waits}"
     )
 

@@ -52,7 +52,8 @@ def test_each_snippet_parses_and_starts_the_server(tmp_path: Path, client: str) 
     started = subprocess.run(argv, cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
                              text=True, timeout=60)  # fmt: skip
     assert started.returncode == 0, started.stderr
-    assert "20 tools" in started.stderr and str(tmp_path / "proj") in started.stderr
+    assert "19 tools (+1 for hosts with MCP Apps)" in started.stderr
+    assert str(tmp_path / "proj") in started.stderr
 
 
 def test_config_refuses_what_would_not_start_and_keeps_secrets_out(tmp_path: Path) -> None:

@@ -233,7 +233,7 @@ def test_a_start_up_line_says_what_is_served(tmp_path: Path) -> None:
     )  # fmt: skip
     assert out.returncode == 0 and out.stdout == ""
     first = out.stderr.splitlines()[0]
-    assert first.startswith("agent-workspace-mcp: v") and ", 20 tools, confined (default=" in first
+    assert first.startswith("agent-workspace-mcp: v") and ", 19 tools (+1 for hosts with MCP Apps), confined (default=" in first
     assert str(root.resolve()) in first and first.endswith("waiting for a client on stdin")
     assert ", commands off," in first
 
@@ -277,3 +277,38 @@ async def test_a_call_accepted_after_coercion_logs_nothing(ws: Path, tmp_path: P
         assert not renamed.is_error
     said = log.read_text()
     assert "Invalid arguments" not in said and "WARNING" not in said, said
+
+
+def test_the_start_up_count_is_what_tools_list_serves(tmp_path: Path) -> None:
+    """Issue 44, item 2: the ready line said 39 tools where tools/list served 37 to the
+    same client; the app-only tools are named apart."""
+    import json
+    import re
+    import subprocess
+    import sys
+
+    from tests.helpers import INIT
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    frames = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+              {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root), "--no-startup-cache"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin and proc.stdout and proc.stderr
+    proc.stdin.write(b"".join(json.dumps(f).encode() + b"\n" for f in frames))
+    proc.stdin.flush()
+    listed = None
+    while listed is None:
+        answer = json.loads(proc.stdout.readline())
+        if answer.get("id") == 2:
+            listed = answer["result"]["tools"]
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    first = proc.stderr.read().decode().splitlines()[0]
+    said = re.search(r", (\d+) tools \(\+(\d+) for hosts with MCP Apps\),", first)
+    assert said, first
+    assert int(said.group(1)) == len(listed), (first, len(listed))
+    assert "review_changes_data" not in {t["name"] for t in listed}
