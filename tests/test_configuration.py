@@ -236,3 +236,26 @@ async def test_tools_narrow_the_profile_under_either_spelling(tmp_path: Path) ->
     async with Client(create_server(renamed)) as client:
         names = {t.name for t in await client.list_tools()}
     assert "search_text" not in names and "read_file" in names
+
+
+def _choice_settings():
+    from agent_workspace_mcp.configuration import _kind
+    from agent_workspace_mcp.settings import options
+
+    found = []
+    for opt, info in options().values():
+        kind, detail = _kind(info.annotation)
+        if kind in ("choice", "choices") and opt.flag:
+            found.append((opt.flag, [str(c) for c in detail]))
+    return found
+
+
+@pytest.mark.parametrize(("flag", "choices"), _choice_settings())
+def test_every_choice_error_names_the_value_and_the_choices(flag: str, choices: list[str]) -> None:
+    """Issue 44, item 5: `--confirm-via carrier-pigeon` said "input should be 'console' or
+    'client'" without naming what was given."""
+    with pytest.raises(ConfigError) as caught:
+        settings_from_sources([flag, "carrier-pigeon"], environ={}, dotenv_path="/dev/null")
+    message = str(caught.value)
+    assert "'carrier-pigeon'" in message and flag in message, message
+    assert all(choice in message for choice in choices), message

@@ -59,6 +59,8 @@ def _kind(annotation: Any) -> tuple[str, Any]:
         return "choice", typing.get_args(annotation)
     if origin is tuple:
         item = typing.get_args(annotation)[0]
+        if typing.get_origin(item) is Literal:  # a list of choices (--confirm-via)
+            return "choices", typing.get_args(item)
         return ("pairs", None) if typing.get_origin(item) is tuple else ("list", None)
     return {bool: "bool", int: "int", float: "float"}.get(annotation, "str"), None
 
@@ -82,8 +84,14 @@ def _convert(name: str, opt: Opt, annotation: Any, raw: Any, source: str) -> Any
             allowed = ", ".join(str(c) for c in detail)
             raise ConfigError(f"{source}: {raw!r} is not one of {allowed}")
         return value
-    if kind in ("list", "pairs"):
+    if kind in ("list", "pairs", "choices"):
         items = [p.strip() for value in raw for p in value.split(",") if p.strip()]
+        if kind == "choices":
+            for item in items:
+                if item not in detail:
+                    allowed = ", ".join(str(c) for c in detail)
+                    raise ConfigError(f"{source}: {item!r} is not one of {allowed}")
+            return tuple(items)
         if kind == "list":
             return tuple(items)
         return tuple(_pair(item, opt, source) for item in items)
@@ -206,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         common: dict[str, Any] = {"dest": name, "help": _help(opt, info)}
         if kind == "bool":
             group.add_argument(opt.flag, action="store_const", const=True, **common)
-        elif kind in ("list", "pairs"):
+        elif kind in ("list", "pairs", "choices"):
             group.add_argument(opt.flag, action="append", metavar=opt.metavar, **common)
         else:
             group.add_argument(opt.flag, metavar=opt.metavar or name.upper(), **common)
@@ -263,7 +271,7 @@ def settings_from_sources(
                 continue
             raw, source = found
             kind = _kind(info.annotation)[0]
-            value = [raw] if kind in ("list", "pairs") else raw
+            value = [raw] if kind in ("list", "pairs", "choices") else raw
             values[name] = _convert(name, opt, info.annotation, value, source)
             sources[name] = source
             break
