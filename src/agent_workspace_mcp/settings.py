@@ -323,6 +323,14 @@ class Settings(BaseModel):
         "close an HTTP session idle this many seconds",
         HTTP, "--session-idle-timeout", ("WORKSPACE_MCP_SESSION_IDLE_TIMEOUT",), "S",
     )] = 1800.0
+    sessions_per_credential: Annotated[int, Field(ge=1, le=100_000), Opt(
+        "open HTTP sessions (and legacy SSE streams) one credential may hold; past it 503",
+        HTTP, "--sessions-per-credential", ("WORKSPACE_MCP_SESSIONS_PER_CREDENTIAL",), "N",
+    )] = limits.HTTP_SESSIONS_PER_SUBJECT
+    sessions_max: Annotated[int, Field(ge=1, le=1_000_000), Opt(
+        "open HTTP sessions (and legacy SSE streams) one server process holds; past it 503",
+        HTTP, "--sessions-max", ("WORKSPACE_MCP_SESSIONS_MAX",), "N",
+    )] = limits.HTTP_SESSIONS_MAX
     # fmt: on
 
     @property

@@ -10,7 +10,6 @@ import time
 import httpx2
 import pytest
 
-from agent_workspace_mcp.core import limits
 from tests.e2e.http_server import RunningServer, start
 
 FIRST = "tok-first-0123456789"
@@ -20,13 +19,15 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {},
     "clientInfo": {"name": "raw", "version": "0"}}}  # fmt: skip
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+CAP = 8  # --sessions-per-credential (issue 44: a setting, not only a constant)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> RunningServer:
     root = tmp_path_factory.mktemp("sessions")
     server = start(root, "--api-key", f"first={FIRST}", "--api-key", f"second={SECOND}",
-                   "--session-idle-timeout", "3")  # fmt: skip
+                   "--session-idle-timeout", "3",
+                   "--sessions-per-credential", str(CAP))  # fmt: skip
     yield server
     assert server.stop() == 0
 
@@ -56,7 +57,7 @@ def test_an_idle_session_expires(served: RunningServer) -> None:
 
 def test_sessions_are_capped_per_credential(served: RunningServer) -> None:
     opened = []
-    for _ in range(limits.HTTP_SESSIONS_PER_SUBJECT):
+    for _ in range(CAP):
         answer = open_session(served, FIRST)
         if answer.status_code == 503:
             break  # some are still open from the test before (they expire in 3 s)
@@ -64,8 +65,9 @@ def test_sessions_are_capped_per_credential(served: RunningServer) -> None:
     refused = open_session(served, FIRST)
     assert refused.status_code == 503
     assert refused.json()["error"] == (
-        f"this credential has {limits.HTTP_SESSIONS_PER_SUBJECT} open sessions, its limit; "
-        "close one (DELETE /mcp with its mcp-session-id) or wait for idle ones to expire"
+        f"this credential has {CAP} open sessions, its limit (--sessions-per-credential); "
+        "close one (DELETE /mcp with its mcp-session-id, or end an SSE stream) or wait for "
+        "idle ones to expire"
     )
     # Another credential is not affected, nor are sessionless 2026-07-28 requests.
     assert open_session(served, SECOND).status_code == 200

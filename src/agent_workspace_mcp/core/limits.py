@@ -117,8 +117,10 @@ HTTP_TRACKED_SESSIONS = 10_000
 # advisories were memory exhaustion by sessions that never expire and have no cap): a new
 # one past either bound is refused with 503 and a sentence; idle ones expire
 # (--session-idle-timeout, 30 minutes as FastMCP 4.1 chose).
-HTTP_SESSIONS_PER_SUBJECT = 64  # ours: an agent with subagents opens a handful
-HTTP_SESSIONS_MAX = 1_000  # ours: per server process
+# ours: the defaults of --sessions-per-credential (an agent with subagents opens a handful)
+# and --sessions-max (per server process)
+HTTP_SESSIONS_PER_SUBJECT = 64
+HTTP_SESSIONS_MAX = 1_000
 
 # --- input bounds (issue 19) ---------------------------------------------------------
 # ours: an error quotes at most this much of a caller's value, then its length; enough

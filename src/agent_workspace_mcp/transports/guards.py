@@ -30,8 +30,6 @@ from ..configuration import is_loopback, is_wildcard
 from ..core.errors import WorkspaceError
 from ..core.limits import (
     HTTP_FRAME_MAX_BYTES,
-    HTTP_SESSIONS_MAX,
-    HTTP_SESSIONS_PER_SUBJECT,
     HTTP_TRACKED_SESSIONS,
 )
 from ..core.workspaces import Subpath
@@ -317,18 +315,20 @@ def expire_idle(sessions: dict[str, SessionInfo], idle: float) -> None:
         sessions.pop(session_id, None)
 
 
-def session_cap(sessions: dict[str, SessionInfo], subject: str | None) -> str | None:
-    """Why a new session would be one too many, or None."""
-    if len(sessions) >= HTTP_SESSIONS_MAX:
+def session_cap(services: Services, subject: str | None) -> str | None:
+    """Why a new session (or legacy SSE stream) would be one too many, or None."""
+    sessions, settings = services.sessions, services.settings
+    if len(sessions) >= settings.sessions_max:
         return (
-            f"this server has {HTTP_SESSIONS_MAX} open sessions, its limit; retry when idle "
-            "ones expire"
+            f"this server has {settings.sessions_max} open sessions, its limit "
+            "(--sessions-max); retry when idle ones expire"
         )
     mine = sum(1 for info in sessions.values() if info.subject == subject)
-    if mine >= HTTP_SESSIONS_PER_SUBJECT:
+    if mine >= settings.sessions_per_credential:
         return (
-            f"this credential has {HTTP_SESSIONS_PER_SUBJECT} open sessions, its limit; "
-            "close one (DELETE /mcp with its mcp-session-id) or wait for idle ones to expire"
+            f"this credential has {settings.sessions_per_credential} open sessions, its limit "
+            "(--sessions-per-credential); close one (DELETE /mcp with its mcp-session-id, "
+            "or end an SSE stream) or wait for idle ones to expire"
         )
     return None
 
@@ -410,7 +410,7 @@ class SessionGuard:
         # their `initialize`); a 2026-07-28 request names its version and stays sessionless.
         opens = headers.get("mcp-protocol-version", "") < "2026-07-28"
         if not self.services.settings.stateless and scope["method"] == "POST" and opens:
-            full = session_cap(sessions, subject)
+            full = session_cap(self.services, subject)
             if full is not None:
                 await _plain(send, 503, full)
                 return

@@ -79,7 +79,7 @@ class LegacySessionGuard:
         subject = subject_of(scope)
         sessions = self.services.sessions
         # An open stream is a session: the same caps as /mcp (per credential, in all).
-        full = session_cap(sessions, subject)
+        full = session_cap(self.services, subject)
         if full is not None:
             await _plain(send, 503, full)
             return
