@@ -61,6 +61,8 @@ def test_every_snippet_uses_the_name_config_prints() -> None:
 
 def test_the_reader_finds_the_names() -> None:
     """The reader itself: a snippet with the reserved name is caught."""
-    assert claude_names('claude mcp add --transport http workspace http://x --header "A: b"') == ["workspace"]
+    assert claude_names('claude mcp add --transport http workspace http://x --header "A: b"') == [
+        "workspace"
+    ]
     assert config_names('{"mcpServers": {"workspace": {}}}') == ["workspace"]
     assert config_names("[mcp_servers.workspace]\ncommand = 'x'") == ["workspace"]

@@ -233,7 +233,10 @@ def test_a_start_up_line_says_what_is_served(tmp_path: Path) -> None:
     )  # fmt: skip
     assert out.returncode == 0 and out.stdout == ""
     first = out.stderr.splitlines()[0]
-    assert first.startswith("agent-workspace-mcp: v") and ", 19 tools (+1 for hosts with MCP Apps), confined (default=" in first
+    assert (
+        first.startswith("agent-workspace-mcp: v")
+        and ", 19 tools (+1 for hosts with MCP Apps), confined (default=" in first
+    )
     assert str(root.resolve()) in first and first.endswith("waiting for a client on stdin")
     assert ", commands off," in first
 

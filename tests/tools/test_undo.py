@@ -303,3 +303,21 @@ async def test_undo_session_reaches_calls_older_than_the_journal_window(
     answer = await ok(client, "undo", session=session)
     assert answer.startswith("Undid 3 calls"), answer
     assert not (ws / "mine.txt").exists()
+
+
+async def test_after_an_undo_steps_says_how_to_take_it_back(ws) -> None:
+    """Issue 44, item 3: after an undo, undo(steps=1) said "no recorded change in this
+    workspace" although the undo itself is one."""
+    from agent_workspace_mcp import Settings
+    from tests.conftest import open_client
+    from tests.helpers import fails, ok
+
+    (ws / "f.txt").write_text("one\n")
+    async with open_client(Settings(root=str(ws), audit=False)) as client:
+        await ok(client, "write_file", path="f.txt", content="two\n")
+        await ok(client, "undo")
+        said = await fails(client, "undo", steps=1)
+        assert "was an undo" in said and "undo(to=" in said, said
+        back = said.rsplit("undo(to=", 1)[1].rstrip(")")
+        await ok(client, "undo", to=back)
+    assert (ws / "f.txt").read_text() == "two\n"

@@ -162,8 +162,22 @@ class History:
                 continue
             chosen.append(entry)
         if not chosen:
-            raise WorkspaceError("nothing to undo: no recorded change in this workspace")
+            raise WorkspaceError(self._nothing_left())
         return chosen[::-1]
+
+    def _nothing_left(self) -> str:
+        """Why `steps` found nothing, and how to go on (issue 44: after an undo it said
+        "no recorded change" although the undo itself is one)."""
+        seen = [e for e in self.entries if e.effective and self.visible(e)]
+        if not seen:
+            return "nothing to undo: no recorded change in this workspace"
+        last = seen[-1]
+        if last.is_undo:
+            at = self.entries.index(last)
+            back = f"undo(to={self.entries[at - 1].id})" if at else "undo(to=<the entry before it>)"
+            return (f"nothing to undo: the last recorded call, #{last.id}, was an undo and "
+                    f"every call before it is undone; to take that undo back: {back}")  # fmt: skip
+        return "nothing to undo: every recorded call is undone (work_log lists them)"
 
     def of_ids(self, ids: set[str], what: str) -> list[Entry]:
         """The calls with these ids (one session's, say), oldest first."""
