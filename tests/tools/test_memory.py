@@ -88,12 +88,16 @@ async def test_work_log_renders_and_filters(client: Client, ws: Path) -> None:
     text = await ok(client, "work_log")
     first = text.splitlines()[0]
     entry_id = journal(ws)[-1]["id"]
-    assert first.endswith(f"  write_file  docs/y.md  — created 1 bytes  [ok]  (id {entry_id})")
+    session = journal(ws)[-1]["session"]
+    assert first.endswith(
+        f"  write_file  docs/y.md  — created 1 bytes  [ok]  by session "
+        f"{session} (fastmcp {journal(ws)[-1]['client_version']})  (id {entry_id})"
+    )  # issue 44
     assert len(text.splitlines()) == 2
     assert (
         (await ok(client, "work_log", path="src/"))
         .splitlines()[0]
-        .endswith(f"src/x.py  — created 1 bytes  [ok]  (id {journal(ws)[0]['id']})")
+        .endswith(f"(id {journal(ws)[0]['id']})")
     )
     assert len((await ok(client, "work_log", limit=1)).splitlines()) == 1
     assert await ok(client, "work_log", since="2999-01-01T00:00:00Z") == "no activity matches"
@@ -141,7 +145,7 @@ async def test_rotation_and_bounded_reads_skip_malformed_lines(ws: Path) -> None
             handle.write("{not json\n\n[1,2]\n")
         await ok(client, "write_file", path="last.txt", content="x")
         lines = (await ok(client, "work_log", limit=500)).splitlines()
-    assert lines[0].split("  (id ")[0].endswith("last.txt  — created 1 bytes  [ok]")
+    assert lines[0].split("  by session ")[0].endswith("last.txt  — created 1 bytes  [ok]")
     in_current = sum(1 for line in current.read_text().splitlines() if line.startswith('{"ts"'))
     in_rotated = len((state / "journal.1.jsonl").read_text().splitlines())
     # Malformed lines are skipped, and reading continues into the rotated file.

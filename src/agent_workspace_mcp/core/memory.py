@@ -225,9 +225,11 @@ def one_line(value: object) -> str:
 
 
 def render_entry(record: dict[str, Any], note: str | None = None) -> str:
-    """`2026-09-18T07:50:12.000Z  edit_file  src/x.ts  — 2 replacements  [ok]  (id k3f9a2q)`
+    """`2026-09-18T07:50:12.000Z  edit_file  src/x.ts  — 2 replacements  [ok]  by session
+    s-1 (claude-code 2.1)  (id k3f9a2q)`
 
-    The seed's line, then the entry's id (what undo and restore_file take) and `note`."""
+    The seed's line, who made the call, then the entry's id (what undo and restore_file
+    take) and `note`."""
     parts = [one_line(record.get("ts", "?")), one_line(record.get("tool", "?"))]
     paths = record.get("paths") or []
     if paths:
@@ -242,6 +244,14 @@ def render_entry(record: dict[str, Any], note: str | None = None) -> str:
         line += f"  [{one_line(record['result'])}]"
     if record.get("change"):
         line += f"  #{one_line(record['change'])}"
+    # Who made the call (issue 44): a person reading the log in the chat sees it too.
+    who = [one_line(record["by"])] if record.get("by") else []
+    if record.get("session"):
+        named = [record[k] for k in ("client", "client_version") if record.get(k)]
+        client = " ".join(one_line(k) for k in named)
+        who.append(f"session {one_line(record['session'])}" + (f" ({client})" if client else ""))
+    if who:
+        line += f"  by {', '.join(who)}"
     tail = [f"id {one_line(record['id'])}"] if isinstance(record.get("id"), str) else []
     if note:
         tail.append(note)
