@@ -154,9 +154,18 @@ async def test_write_file_creates_updates_and_keeps_conventions(client: Client, 
     (ws / "crlf.txt").write_bytes(b"\xef\xbb\xbfold\r\n")
     (ws / "crlf.txt").chmod(0o640)
     text = await ok(client, "write_file", path="crlf.txt", content="one\ntwo\n")
-    assert text == "Updated crlf.txt (13 bytes, kept CRLF line endings, kept UTF-8 BOM)"
+    assert text == (
+        "Updated crlf.txt (13 bytes, kept CRLF line endings, kept UTF-8 BOM)\n"
+        "--- a/crlf.txt\n+++ b/crlf.txt\n@@ -1 +1,2 @@\n-old\n+one\n+two"
+    )  # issue 44: the answer shows what changed, as edit_file's does
     assert (ws / "crlf.txt").read_bytes() == b"\xef\xbb\xbfone\r\ntwo\r\n"
     assert stat.S_IMODE((ws / "crlf.txt").stat().st_mode) == 0o640
+    same = await ok(client, "write_file", path="crlf.txt", content="one\ntwo\n")
+    assert same.endswith("\n(content unchanged)")
+    long = "".join(f"line {i}\n" for i in range(500))
+    await ok(client, "write_file", path="long.txt", content=long)
+    changed = await ok(client, "write_file", path="long.txt", content=long.replace("line", "LINE"))
+    assert len(changed.splitlines()) <= 1 + 41 and "(diff truncated, " in changed, changed[-200:]
     assert await fails(client, "write_file", path="new", content="x") == "new: is a directory"
 
 

@@ -36,6 +36,11 @@ WRITE_MAX_BYTES = MAX_FILE_BYTES  # seed: the same 16 MiB bound applies to what 
 # ours: a unified diff of an edit is a confirmation, not a review; 200 lines is about
 # 8 KiB and shows any ordinary edit whole. Longer diffs end with a count of the rest.
 EDIT_DIFF_MAX_LINES = 200
+# ours (issue 44): write_file over an existing file answers with its diff, shorter than an
+# edit's (a whole-file rewrite can touch every line), and only for files up to this size
+# (difflib's cost grows faster than the file).
+WRITE_DIFF_MAX_LINES = 40
+WRITE_DIFF_MAX_BYTES = 1024 * 1024
 # ours: how many candidate line windows the near-miss search scores with difflib;
 # bounds its cost on large files (each score is O(window length)).
 EDIT_CANDIDATE_WINDOWS = 400

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from ..core import activity, fileops, limits, seen
 from ..core.containment import Located, locate
+from ..core.editing import unified_diff
 from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
 from ..core.workset import check_sha, short_sha
@@ -233,7 +234,24 @@ def write_file(
         kept += ", kept UTF-8 BOM"
     verb = "Updated" if existed else "Created"
     activity.record([loc.display], f"{verb.lower()} {len(data)} bytes")
-    return f"{verb} {loc.display} ({len(data)} bytes{kept})"
+    answer = f"{verb} {loc.display} ({len(data)} bytes{kept})"
+    return answer + _write_diff(loc.display, doc, content, current, len(data))
+
+
+def _write_diff(display: str, doc: TextDoc | None, content: str, current: bytes | None,
+                size: int) -> str:  # fmt: skip
+    """What a write over an existing text file changed, short and bounded (issue 44):
+    clients that render no MCP App show only the answer of what an agent changed."""
+    if current is None:
+        return ""  # created: the content is the whole story
+    if doc is None:
+        return f"\n(replaced a binary file of {len(current)} bytes)"
+    if max(len(current), size) > limits.WRITE_DIFF_MAX_BYTES:
+        return f"\n(diff not shown: over {limits.WRITE_DIFF_MAX_BYTES // 1024} KiB)"
+    new = content.replace("\r\n", "\n")
+    if new == doc.text:
+        return "\n(content unchanged)"
+    return "\n" + unified_diff(doc.text, new, display, max_lines=limits.WRITE_DIFF_MAX_LINES)
 
 
 def write_binary_file(
