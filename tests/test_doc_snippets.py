@@ -66,3 +66,27 @@ def test_the_reader_finds_the_names() -> None:
     ]
     assert config_names('{"mcpServers": {"workspace": {}}}') == ["workspace"]
     assert config_names("[mcp_servers.workspace]\ncommand = 'x'") == ["workspace"]
+
+
+def test_every_expected_failure_carries_its_reason() -> None:
+    """Issue 44, item 7: every entry of the conformance expected-failures files has its
+    own reason (a comment right above it, or on its line)."""
+    bare = []
+    for path in sorted((ROOT / "tests" / "conformance").glob("expected-failures-*.yml")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if line.lstrip().startswith("- ") and "#" not in line:
+                if i == 0 or not lines[i - 1].lstrip().startswith("#"):
+                    bare.append(f"{path.name}: {line.strip()}")
+    assert not bare, bare
+
+
+def test_the_panel_size_quoted_is_the_panels() -> None:
+    """Issue 44, item 7: PERFORMANCE.md gives the review panel's size the README quotes."""
+    panel = ROOT / "src" / "agent_workspace_mcp" / "tools" / "review_panel.html"
+    size = len(panel.read_bytes())
+    readme = (ROOT / "README.md").read_text()
+    performance = (ROOT / "docs" / "PERFORMANCE.md").read_text()
+    quoted = re.search(r"`ui://agent-workspace-mcp/review`, (\d+) KB", readme)
+    assert quoted and int(quoted.group(1)) == round(size / 1000), (quoted, size)
+    assert f"**{size:,} bytes** ({quoted.group(1)} KB" in performance
