@@ -125,7 +125,9 @@ async def test_a_change_outside_the_server_is_named_so(served: RunningServer, ro
             f"{path} changed since this session last read or wrote it, outside the server "
             "(an editor, a command or another program). Read it again"
         ), refused
-        assert "What changed" not in refused  # the server never kept what it replaced
+        # Issue 44, item 10: what the session was served is kept, so the change is shown.
+        assert "What changed" in refused and "-one" in refused, refused
+        assert "+edited in an editor" in refused, refused
         # Unchanged content is no change: a touch or a chmod passes.
         await text(alice, "read_file", path=path)
         os.utime(root / "c.txt", (1, 1))

@@ -397,6 +397,9 @@ SEEN_PATHS_PER_SESSION = 512  # ours: a long session reads a few hundred files; 
 SEEN_SESSIONS = 256  # ours: session records kept per workspace (least recently used go first)
 SEEN_WRITERS = 4096  # ours: files whose last writer is remembered, to name it in a refusal
 STALE_DIFF_LINES = 40  # ours: lines of "what changed" a refusal shows
+# ours (issue 44): a file a session reads is kept for that diff up to this size (most
+# source files; a refusal of a bigger one names the file without a diff).
+SEEN_KEPT_BYTES = 256 * KIB
 STALE_DIFF_CHARS = 4_000  # ours: and characters (one minified line can be a megabyte)
 
 # --- start-up (issue 36) -----------------------------------------------------------------

@@ -247,13 +247,20 @@ _bound: ContextVar[tuple[Records, Agent] | None] = ContextVar("agent_workspace_s
 
 
 @contextlib.contextmanager
-def bind(ws: Workspace, agent: Agent) -> Iterator[None]:
-    """Calls inside are `agent`'s: what they read and write is remembered, and checked."""
+def bind(ws: Workspace, agent: Agent, *, keep: bool = False) -> Iterator[None]:
+    """Calls inside are `agent`'s: what they read and write is remembered, and checked.
+    `keep`: what a session reads is also kept in the checkpoint store (bounded), so a
+    refusal for a change made outside the server can show the diff (issue 44)."""
     token = _bound.set((records_for(ws), agent))
+    kept = _keep.set(keep)
     try:
         yield
     finally:
+        _keep.reset(kept)
         _bound.reset(token)
+
+
+_keep: ContextVar[bool] = ContextVar("awm_seen_keep", default=False)
 
 
 def _safely(action: str, run) -> None:
@@ -274,6 +281,10 @@ def saw(loc: Located, data: bytes | None = None, *, sha256: str | None = None) -
     value = sha256 if sha256 is not None else digest(data or b"")
     if records.versions(agent.session).get(key) != value:
         _safely("read", lambda: records.update(agent, {key: value}))
+        if data is not None and _keep.get() and len(data) <= limits.SEEN_KEPT_BYTES:
+            # Content-addressed by the same sha256 the record names (unreferenced objects
+            # are collected after CHECKPOINT_GC_GRACE_SECONDS).
+            _safely("read's content", lambda: Store(records.ws).put(data))
 
 
 def wrote(loc: Located, data: bytes | None, *, tree: bool = False) -> None:
@@ -377,7 +388,9 @@ def _refusal(shown: str, now: bytes | None, now_digest: str | None,
         if last.get("s") == OPERATOR.session and last.get("c") == OPERATOR.client:
             who = "the operator in the console"
         else:
-            who = "session " + str(last.get("s")) + (f" ({last['c']})" if last.get("c") else "")
+            who = f"session {echo(str(last.get('s')))}" + (
+                f" ({echo(str(last['c']))})" if last.get("c") else ""
+            )
         by = f"by {who}, {_ago(_when(last))}"
     else:
         by = "outside the server (an editor, a command or another program)"

@@ -30,5 +30,5 @@ class SeenMiddleware(Middleware):
         session, client = session_and_client(context.fastmcp_context)
         if session is None:
             return await call_next(context)
-        with seen.bind(ws, seen.Agent(session, client)):
+        with seen.bind(ws, seen.Agent(session, client), keep=self.services.settings.checkpoints):
             return await call_next(context)
