@@ -75,9 +75,9 @@ def test_every_expected_failure_carries_its_reason() -> None:
     for path in sorted((ROOT / "tests" / "conformance").glob("expected-failures-*.yml")):
         lines = path.read_text().splitlines()
         for i, line in enumerate(lines):
-            if line.lstrip().startswith("- ") and "#" not in line:
-                if i == 0 or not lines[i - 1].lstrip().startswith("#"):
-                    bare.append(f"{path.name}: {line.strip()}")
+            item = line.lstrip().startswith("- ") and "#" not in line
+            if item and (i == 0 or not lines[i - 1].lstrip().startswith("#")):
+                bare.append(f"{path.name}: {line.strip()}")
     assert not bare, bare
 
 

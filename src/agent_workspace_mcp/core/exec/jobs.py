@@ -156,6 +156,8 @@ class Job:
     ended_at: float | None = None
     handed_off: bool = False  # its output goes through a pump process (shared mode)
     _watcher: threading.Thread | None = field(default=None, repr=False)
+    _settle_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _settled: bool = False
 
     @property
     def pid(self) -> int:
@@ -165,8 +167,20 @@ class Job:
         end = self.child.ended if self.child.ended is not None else time.monotonic()
         return int((end - self.child.started) * 1000)
 
+    def settle(self) -> None:
+        """Once the job ended: what it did to .git / .workspace-mcp, into its log (once,
+        whoever sees the end first: the watcher, or a job_status that closes the log)."""
+        with self._settle_lock:
+            if self._settled:
+                return
+            self._settled = True
+            for note in self.child.settle():
+                with contextlib.suppress(OSError):
+                    self.log.write(f"\n[agent-workspace-mcp: the job {note}]\n".encode())
+
     def refresh(self) -> None:
         if self.status == "running" and not self.child.running:
+            self.settle()
             if self.child.timed_out:
                 self.status = "timed-out"
             elif self.child.killed:
@@ -315,9 +329,7 @@ class JobRegistry:
         if not job.child.wait(max(remaining, 0)):
             job.child.timed_out = True  # before the kill, so no reader sees "killed"
             job.child.kill()
-        for note in job.child.settle():  # what it did to .git / .workspace-mcp
-            with contextlib.suppress(OSError):
-                job.log.write(f"\n[agent-workspace-mcp: the job {note}]\n".encode())
+        job.settle()
         job.refresh()
         with contextlib.suppress(OSError, WorkspaceError):
             child = job.child
