@@ -169,13 +169,29 @@ ARGUMENT_CHARS = {
     **dict.fromkeys(("goal", "title", "note", "text", "query"), TEXT_ARG_MAX_CHARS),
     **dict.fromkeys(
         (
-            "workspace", "changeId", "change", "taskId", "jobId", "name", "runner", "task",
-            "stage", "status", "tag", "tags", "since", "kind", "to", "before", "id", "ids",
+            "workspace",
+            "changeId",
+            "change",
+            "taskId",
+            "jobId",
+            "name",
+            "runner",
+            "task",
+            "stage",
+            "status",
+            "tag",
+            "tags",
+            "since",
+            "kind",
+            "to",
+            "before",
+            "id",
+            "ids",
             "session",
         ),
         IDENTIFIER_MAX_CHARS,
     ),
-}  # fmt: skip
+}
 
 # --- misc (ours) ---------------------------------------------------------------------
 TOOL_SEARCH_RESULTS = 5  # --tool-search: tools per search_tools answer (FastMCP's default)
@@ -209,8 +225,22 @@ BWRAP_PROBE_SECONDS = 20.0  # start-up check that bubblewrap can create its name
 JWT_LEEWAY_SECONDS = 30  # issue 8: exp/nbf checked "with small leeway"
 JWKS_FETCH_SECONDS = 10.0  # fetching the issuer's JWKS
 JWKS_CACHE_SECONDS = 300  # ours: the issuer's keys are fetched again after this
-LATENCY_BUCKETS_SECONDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                           10, 60, 300)  # fmt: skip  # ours: tool-call histogram buckets
+LATENCY_BUCKETS_SECONDS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    10,
+    60,
+    300,
+)  # ours: tool-call histogram buckets
 COMMAND_SHOWN_CHARS = 300  # ours: a command line quoted in an answer or error, then "..."
 CHECK_LOG_LINES = 5  # `check` shows the server's last stderr lines when a step fails
 # ours (issue 15): grep's sorted probe runs until it fills maxResults or the parallel scan
@@ -247,9 +277,10 @@ OUTLINE_SIGNATURE_SCAN_BYTES = 4 * OUTLINE_SIGNATURE_CHARS
 # root, so work per definition grows with nesting; past these a file's outline (or its
 # references) and a whole navigation call stop and say so, well inside clients' ~60 s.
 CODE_FILE_SECONDS = 5.0
-# ours (issue 43): past this size a file's definitions are found by a walk that looks at
-# the clock instead of tree-sitter's query (fast, but unstoppable and superlinear on a
-# node with millions of children); Django's largest module is ~100 KB.
+# ours (issue 43): past this size a file is parsed with a deadline (through a read
+# callback, which makes node.text slow afterwards) and its definitions are found by a
+# walk that looks at the clock instead of tree-sitter's query (fast, but unstoppable and
+# superlinear on a node with millions of children); Django's largest module is ~100 KB.
 OUTLINE_QUERY_MAX_BYTES = 1 * 1024 * 1024
 CODE_CALL_SECONDS = 20.0
 # ours (issue 28): outline shows nesting up to this depth by indentation; deeper lines are

@@ -14,18 +14,30 @@ from typing import Any
 
 # extension -> language
 EXTENSIONS = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
     ".tsx": "tsx",
     ".go": "go",
     ".rs": "rust",
     ".java": "java",
     ".c": "c",
     # A header is parsed as C++: its grammar reads C declarations too.
-    ".h": "cpp", ".hh": "cpp", ".hpp": "cpp", ".hxx": "cpp",
-    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".c++": "cpp",
-}  # fmt: skip
+    ".h": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".hxx": "cpp",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".c++": "cpp",
+}
 
 # language -> (module, function returning the grammar)
 GRAMMARS = {
@@ -81,8 +93,13 @@ def parse(language: str, source: bytes, deadline: float | None = None) -> Any:
     import tree_sitter
 
     # A Parser is cheap and not safe to share between threads: one per parse.
+    from ..limits import OUTLINE_QUERY_MAX_BYTES
+
     parser = tree_sitter.Parser(grammar(language))
-    if deadline is None:
+    # A tree parsed through a read callback holds no copy of the source, so every
+    # `node.text` after it is slow (5x on 30,000 definitions): only a file big enough for
+    # the parse itself to run past the deadline is parsed that way.
+    if deadline is None or len(source) <= OUTLINE_QUERY_MAX_BYTES:
         return parser.parse(source)
     view = memoryview(source)
 
