@@ -50,14 +50,28 @@ def cases() -> list[tuple[str, str, dict, str, dict]]:
     return [
         ("outline, 1,907-line file", "outline", {"path": FILE}, "read_file", {"path": FILE}),
         ("outline, same file, cold", "outline*", {"path": FILE}, "read_file", {"path": FILE}),
-        ("find_symbol MigrationAutodetector", "find_symbol", {"name": "MigrationAutodetector"},
-         "grep", {"pattern": r"\bMigrationAutodetector\b", **grep}),
-        ("find_symbol get_object_or_404", "find_symbol", {"name": "get_object_or_404"},
-         "grep", {"pattern": r"\bget_object_or_404\b", **grep}),
-        ("find_references get_object_or_404", "find_references",
-         {"name": "get_object_or_404", "maxResults": 1000},
-         "grep", {"pattern": r"\bget_object_or_404\b", "maxResults": 1000}),
-    ]  # fmt: skip
+        (
+            "find_symbol MigrationAutodetector",
+            "find_symbol",
+            {"name": "MigrationAutodetector"},
+            "grep",
+            {"pattern": r"\bMigrationAutodetector\b", **grep},
+        ),
+        (
+            "find_symbol get_object_or_404",
+            "find_symbol",
+            {"name": "get_object_or_404"},
+            "grep",
+            {"pattern": r"\bget_object_or_404\b", **grep},
+        ),
+        (
+            "find_references get_object_or_404",
+            "find_references",
+            {"name": "get_object_or_404", "maxResults": 1000},
+            "grep",
+            {"pattern": r"\bget_object_or_404\b", "maxResults": 1000},
+        ),
+    ]
 
 
 def parse_ms(path: Path) -> float:
@@ -100,13 +114,19 @@ async def symbol_rows(client: Client, root: Path, calls: int) -> list[dict]:
                     (root / ".workspace-mcp" / index.STATE_FILE).unlink(missing_ok=True)
                 ours.append(await timed(client, "find_symbol", {"name": name}))
                 floor.append(rg_ms(root, name))
-            row = {"case": f"find_symbol {name}, {mode}", "floor": "rg -l -w",
-                   "ours_ms": round(statistics.median(ours), 1),
-                   "floor_ms": round(statistics.median(floor), 1)}  # fmt: skip
+            row = {
+                "case": f"find_symbol {name}, {mode}",
+                "floor": "rg -l -w",
+                "ours_ms": round(statistics.median(ours), 1),
+                "floor_ms": round(statistics.median(floor), 1),
+            }
             row["ratio"] = round(row["ours_ms"] / row["floor_ms"], 2)
             rows.append(row)
-            print(f"{row['case']:38} {row['ours_ms']:9.1f} {'rg -l -w':>10} "
-                  f"{row['floor_ms']:9.1f} {row['ratio']:6.2f}x", flush=True)  # fmt: skip
+            print(
+                f"{row['case']:38} {row['ours_ms']:9.1f} {'rg -l -w':>10} "
+                f"{row['floor_ms']:9.1f} {row['ratio']:6.2f}x",
+                flush=True,
+            )
     return rows
 
 
@@ -142,8 +162,11 @@ async def run(calls: int) -> list[dict]:
             )
             if parse_only:
                 share = row["parse_only_ms"] / row["floor_ms"]
-                print(f"{'  of which tree-sitter parse alone':38} {row['parse_only_ms']:9.1f} "
-                      f"{'':>10} {'':>9} {share:6.2f}x", flush=True)  # fmt: skip
+                print(
+                    f"{'  of which tree-sitter parse alone':38} {row['parse_only_ms']:9.1f} "
+                    f"{'':>10} {'':>9} {share:6.2f}x",
+                    flush=True,
+                )
         rows += await symbol_rows(client, small, calls)
     return rows
 

@@ -43,20 +43,35 @@ FILESYSTEM = "@modelcontextprotocol/server-filesystem"
 
 
 def frames(call: dict) -> bytes:
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                       "clientInfo": {"name": "bench", "version": "0"}}}  # fmt: skip
-    rest = [{"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-            {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}]  # fmt: skip
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    }
+    rest = [
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call},
+    ]
     return b"".join(json.dumps(m).encode() + b"\n" for m in [init, *rest])
 
 
 def timed(argv: list[str], cwd: str, call: dict, env: dict) -> dict[int, float]:
     """Seconds from spawn to the answer of each request id (1, 2, 3)."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, cwd=cwd, env=env)  # fmt: skip
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=cwd,
+        env=env,
+    )
     assert proc.stdin and proc.stdout
     proc.stdin.write(frames(call))
     proc.stdin.flush()
@@ -82,9 +97,20 @@ def filesystem_server() -> list[str] | None:
         npm = shutil.which("npm")
         if npm is None:
             return None
-        done = subprocess.run([npm, "install", "--prefix", str(NPM_DIR), "--no-audit",
-                               "--no-fund", "--loglevel=error", FILESYSTEM],
-                              capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(NPM_DIR),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                FILESYSTEM,
+            ],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0 or not entry.exists():
             return None
     return [str(entry)]
@@ -114,8 +140,9 @@ def main() -> int:
             print(f"{FILESYSTEM} skipped: npm or the registry is missing")
         else:
             subjects[f"{FILESYSTEM} (Node)"] = (
-                [*node, root], {"name": "read_text_file", "arguments": {"path": f"{root}/a.txt"}},
-            )  # fmt: skip
+                [*node, root],
+                {"name": "read_text_file", "arguments": {"path": f"{root}/a.txt"}},
+            )
         timed(ours, root, read, env)  # the start that keeps its answers
         results: dict[str, list[dict[int, float]]] = {name: [] for name in subjects}
         interpreter: list[float] = []
@@ -129,21 +156,32 @@ def main() -> int:
     floor = statistics.median(r[1] for r in peer) if peer else None
     rows = []
     print(f"python -c pass: {statistics.median(interpreter) * 1000:.0f} ms (median)")
-    print(f"{'subject':46} {'initialize':>10} {'tools/list':>10} {'1st call':>9} "
-          f"{'init vs fs':>10}")  # fmt: skip
+    print(
+        f"{'subject':46} {'initialize':>10} {'tools/list':>10} {'1st call':>9} {'init vs fs':>10}"
+    )
     for name, samples in results.items():
         med = {i: statistics.median(s[i] for s in samples) for i in (1, 2, 3)}
         ratio = med[1] / floor if floor else None
-        rows.append({"subject": name, "initialize_ms": med[1] * 1000,
-                     "tools_list_ms": med[2] * 1000, "first_call_ms": med[3] * 1000,
-                     "initialize_vs_filesystem": ratio, "runs": len(samples)})  # fmt: skip
+        rows.append(
+            {
+                "subject": name,
+                "initialize_ms": med[1] * 1000,
+                "tools_list_ms": med[2] * 1000,
+                "first_call_ms": med[3] * 1000,
+                "initialize_vs_filesystem": ratio,
+                "runs": len(samples),
+            }
+        )
         shown = f"{ratio:9.2f}x" if ratio else "         -"
-        print(f"{name:46} {med[1] * 1000:10.0f} {med[2] * 1000:10.0f} {med[3] * 1000:9.0f} "
-              f"{shown}")  # fmt: skip
+        print(f"{name:46} {med[1] * 1000:10.0f} {med[2] * 1000:10.0f} {med[3] * 1000:9.0f} {shown}")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"benchmark": "coldstart", "cpus": os.cpu_count(), "unit": "ms from spawn (median)",
-              "rows": rows}  # fmt: skip
+    report = {
+        "benchmark": "coldstart",
+        "cpus": os.cpu_count(),
+        "unit": "ms from spawn (median)",
+        "rows": rows,
+    }
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {out}")
     return 0

@@ -40,8 +40,9 @@ class Console:
     def __init__(self, root: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agent_workspace_mcp", "console", str(root), "--no-open"],
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stderr.readline()
         login = re.search(r"(http://\S+)/login#token=(\S+)", line)
         self.base = login.group(1)
@@ -69,8 +70,13 @@ class Console:
 
 async def calls(root: Path, count: int) -> dict:
     argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root), "--no-audit"]
-    transport = StdioTransport(argv[0], argv[1:], env=dict(os.environ), keep_alive=False,
-                               log_file=open(os.devnull, "w"))  # noqa: SIM115  # fmt: skip
+    transport = StdioTransport(
+        argv[0],
+        argv[1:],
+        env=dict(os.environ),
+        keep_alive=False,
+        log_file=open(os.devnull, "w"),  # noqa: SIM115  (the transport owns it)
+    )
     without, streaming = [], []
     async with Client(transport) as client:
         for n in range(10):  # warm up
@@ -89,9 +95,12 @@ async def calls(root: Path, count: int) -> dict:
                 if console:
                     console.close()
     a, b = statistics.median(without), statistics.median(streaming)
-    return {"write_file_ms_without_console": round(a, 3),
-            "write_file_ms_console_streaming": round(b, 3), "ratio": round(b / a, 3),
-            "calls_each": len(without)}  # fmt: skip
+    return {
+        "write_file_ms_without_console": round(a, 3),
+        "write_file_ms_console_streaming": round(b, 3),
+        "ratio": round(b / a, 3),
+        "calls_each": len(without),
+    }
 
 
 def opening(entries: int) -> dict:
@@ -101,9 +110,19 @@ def opening(entries: int) -> dict:
         journal = root / ".workspace-mcp" / "journal.jsonl"
         with journal.open("w") as f:
             for i in range(entries):
-                f.write(json.dumps({"ts": f"2026-12-02T07:00:00.{i % 1000:03d}Z", "id": f"e{i:07d}",
-                                    "tool": "write_file", "paths": [f"src/f{i % 300}.py"],
-                                    "result": "ok", "ms": 4.2}) + "\n")  # fmt: skip
+                f.write(
+                    json.dumps(
+                        {
+                            "ts": f"2026-12-02T07:00:00.{i % 1000:03d}Z",
+                            "id": f"e{i:07d}",
+                            "tool": "write_file",
+                            "paths": [f"src/f{i % 300}.py"],
+                            "result": "ok",
+                            "ms": 4.2,
+                        }
+                    )
+                    + "\n"
+                )
         size_mib = journal.stat().st_size / 2**20
         floor = []
         for _ in range(20):
@@ -144,14 +163,18 @@ def main() -> int:
     opened = opening(args.entries)
     print("| measure | without console | console streaming | ratio |")
     print("| --- | --- | --- | --- |")
-    print(f"| write_file over stdio (median ms, {agent['calls_each']} calls each) | "
-          f"{agent['write_file_ms_without_console']} | {agent['write_file_ms_console_streaming']} "
-          f"| {agent['ratio']}x |")  # fmt: skip
+    print(
+        f"| write_file over stdio (median ms, {agent['calls_each']} calls each) | "
+        f"{agent['write_file_ms_without_console']} | {agent['write_file_ms_console_streaming']} "
+        f"| {agent['ratio']}x |"
+    )
     print()
     print("| measure | floor (read + parse the tail) | console first page | ratio |")
     print("| --- | --- | --- | --- |")
-    print(f"| {opened['entries']:,}-entry journal (median ms) | {opened['floor_ms']} | "
-          f"{opened['first_page_ms']} | {opened['ratio']}x |")  # fmt: skip
+    print(
+        f"| {opened['entries']:,}-entry journal (median ms) | {opened['floor_ms']} | "
+        f"{opened['first_page_ms']} | {opened['ratio']}x |"
+    )
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"agent": agent, "opening": opened}, indent=2) + "\n")

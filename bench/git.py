@@ -37,9 +37,11 @@ from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core import gitread
 
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")} | {
-    "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
-    "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid",
-}  # fmt: skip
+    "GIT_AUTHOR_NAME": "b",
+    "GIT_AUTHOR_EMAIL": "b@example.invalid",
+    "GIT_COMMITTER_NAME": "b",
+    "GIT_COMMITTER_EMAIL": "b@example.invalid",
+}
 
 
 def repository(root: Path, files: int) -> None:
@@ -92,10 +94,16 @@ async def run(files: int, calls: int) -> tuple[list[dict], list[dict]]:
             floor = floor_ms(root, args, calls)
             cached = await ours_ms(root, tool, calls, cached=True)
             uncached = await ours_ms(root, tool, calls, cached=False)
-            rows.append({"workload": tool, "git_ms": round(floor, 2),
-                         "ours_ms": round(cached, 2), "ours_uncached_ms": round(uncached, 2),
-                         "ratio": round(cached / floor, 2),
-                         "ratio_uncached": round(uncached / floor, 2)})  # fmt: skip
+            rows.append(
+                {
+                    "workload": tool,
+                    "git_ms": round(floor, 2),
+                    "ours_ms": round(cached, 2),
+                    "ours_uncached_ms": round(uncached, 2),
+                    "ratio": round(cached / floor, 2),
+                    "ratio_uncached": round(uncached / floor, 2),
+                }
+            )
         peer_rows = await stdio_rows(root, calls)
     return rows, peer_rows
 
@@ -109,8 +117,13 @@ def mcp_server_git() -> str | None:
     entry = PEERS / "bin" / "mcp-server-git"
     if not entry.exists():
         made = subprocess.run([sys.executable, "-m", "venv", str(PEERS)], capture_output=True)
-        pip = subprocess.run([str(PEERS / "bin" / "pip"), "install", "-q", "mcp-server-git"],
-                             capture_output=True) if made.returncode == 0 else made  # fmt: skip
+        pip = (
+            subprocess.run(
+                [str(PEERS / "bin" / "pip"), "install", "-q", "mcp-server-git"], capture_output=True
+            )
+            if made.returncode == 0
+            else made
+        )
         if pip.returncode != 0 or not entry.exists():
             return None
     return str(entry)
@@ -121,15 +134,20 @@ async def stdio_rows(root: Path, calls: int) -> list[dict]:
     if peer is None:
         print("mcp-server-git skipped: it could not be installed from PyPI")
         return []
-    ours = Client(StdioTransport(sys.executable, ["-m", "agent_workspace_mcp", "--root",
-                                                  str(root), "--no-audit"]))  # fmt: skip
+    ours = Client(
+        StdioTransport(
+            sys.executable, ["-m", "agent_workspace_mcp", "--root", str(root), "--no-audit"]
+        )
+    )
     theirs = Client(StdioTransport(peer, ["--repository", str(root)]))
     rows = []
     async with ours, theirs:
         for tool, peer_tool in (("git_diff", "git_diff_unstaged"), ("git_status", "git_status")):
             samples: dict[str, list[float]] = {"ours": [], "peer": []}
-            calls_of = {"ours": (ours, tool, {}), "peer": (theirs, peer_tool,
-                                                             {"repo_path": str(root)})}  # fmt: skip
+            calls_of = {
+                "ours": (ours, tool, {}),
+                "peer": (theirs, peer_tool, {"repo_path": str(root)}),
+            }
             for n in range(calls + 10):
                 for name, (client, name_of_tool, args) in calls_of.items():
                     started = time.perf_counter()
@@ -139,8 +157,14 @@ async def stdio_rows(root: Path, calls: int) -> list[dict]:
             ours_ms = statistics.median(samples["ours"]) * 1000
             peer_ms = statistics.median(samples["peer"]) * 1000
             ratio = round(ours_ms / peer_ms, 2)
-            rows.append({"workload": tool, "mcp_server_git_ms": round(peer_ms, 2),
-                         "ours_ms": round(ours_ms, 2), "ratio": ratio})  # fmt: skip
+            rows.append(
+                {
+                    "workload": tool,
+                    "mcp_server_git_ms": round(peer_ms, 2),
+                    "ours_ms": round(ours_ms, 2),
+                    "ratio": ratio,
+                }
+            )
     return rows
 
 
@@ -153,18 +177,25 @@ def main() -> int:
     print("in process (in-memory client) against git spawned directly:")
     print(f"{'workload':<12}{'git ms':>9}{'ours ms':>9}{'ratio':>7}{'uncached':>10}{'ratio':>7}")
     for r in rows:
-        print(f"{r['workload']:<12}{r['git_ms']:>9}{r['ours_ms']:>9}{r['ratio']:>7}"
-              f"{r['ours_uncached_ms']:>10}{r['ratio_uncached']:>7}")  # fmt: skip
+        print(
+            f"{r['workload']:<12}{r['git_ms']:>9}{r['ours_ms']:>9}{r['ratio']:>7}"
+            f"{r['ours_uncached_ms']:>10}{r['ratio_uncached']:>7}"
+        )
     if peer_rows:
         print("over stdio, the same client, against mcp-server-git:")
         print(f"{'workload':<12}{'mcp-server-git ms':>18}{'ours ms':>9}{'ratio':>7}")
         for r in peer_rows:
-            print(f"{r['workload']:<12}{r['mcp_server_git_ms']:>18}{r['ours_ms']:>9}"
-                  f"{r['ratio']:>7}")  # fmt: skip
+            print(
+                f"{r['workload']:<12}{r['mcp_server_git_ms']:>18}{r['ours_ms']:>9}{r['ratio']:>7}"
+            )
     out = Path(__file__).resolve().parent / "results" / "git.json"
     out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"files": args.files, "calls": args.calls, "rows": rows,
-                               "stdio_rows": peer_rows}, indent=1))  # fmt: skip
+    out.write_text(
+        json.dumps(
+            {"files": args.files, "calls": args.calls, "rows": rows, "stdio_rows": peer_rows},
+            indent=1,
+        )
+    )
     return 0
 
 

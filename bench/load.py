@@ -145,11 +145,25 @@ async def run(workers: int, sessions: int, calls: int) -> dict:
         job_dir.mkdir(mode=0o700)
         port = free_port()
         argv = [
-            sys.executable, "-m", "agent_workspace_mcp", "--root", str(root), "--http",
-            "--port", str(port), "--api-key", f"bench={TOKEN}", "--workers", str(workers),
-            "--shell", "--shell-allow", "sleep", "--allow-remote-exec",
-            "--audit-log", str(Path(tmp) / "audit.jsonl"),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "agent_workspace_mcp",
+            "--root",
+            str(root),
+            "--http",
+            "--port",
+            str(port),
+            "--api-key",
+            f"bench={TOKEN}",
+            "--workers",
+            str(workers),
+            "--shell",
+            "--shell-allow",
+            "sleep",
+            "--allow-remote-exec",
+            "--audit-log",
+            str(Path(tmp) / "audit.jsonl"),
+        ]
         env = {**os.environ, "WORKSPACE_MCP_JOB_DIR": str(job_dir)}
         stderr_path = Path(tmp) / "server.stderr"
         with open(stderr_path, "w") as stderr:
@@ -220,8 +234,20 @@ def main() -> int:
     counts = [int(x) for x in args.workers.split(",")]
     results = [asyncio.run(run(n, args.sessions, args.calls)) for n in counts]
     base = results[0]["calls_per_second"]
-    header = ("workers", "sessions", "calls", "calls/s", "ratio", "p50 ms", "p99 ms",
-              "RSS MiB", "server CPU s", "client CPU s", "jobs", "killed elsewhere")  # fmt: skip
+    header = (
+        "workers",
+        "sessions",
+        "calls",
+        "calls/s",
+        "ratio",
+        "p50 ms",
+        "p99 ms",
+        "RSS MiB",
+        "server CPU s",
+        "client CPU s",
+        "jobs",
+        "killed elsewhere",
+    )
     print(
         "{:>7} {:>8} {:>6} {:>8} {:>6} {:>7} {:>7} {:>8} {:>12} {:>12} {:>5} {:>16}".format(*header)
     )
@@ -234,8 +260,10 @@ def main() -> int:
             f"{r['client_cpu_seconds']:12.1f} {r['jobs_killed']:5d} "
             f"{r['jobs_killed_through_another_worker']:16d}"
         )
-    print(f"every run: all {args.sessions} files hold exactly what their session wrote, "
-          "every job was killed")  # fmt: skip
+    print(
+        f"every run: all {args.sessions} files hold exactly what their session wrote, "
+        "every job was killed"
+    )
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(

@@ -182,8 +182,14 @@ async def guard_cost(root: Path, calls: int) -> dict:
             stage.seen.bind = real  # type: ignore[assignment]
     on, off = statistics.median(samples["on"]), statistics.median(samples["off"])
     w_on, w_off = statistics.median(writes["on"]), statistics.median(writes["off"])
-    return {"pair_on_ms": on, "pair_off_ms": off, "pair_ratio": on / off,
-            "write_on_ms": w_on, "write_off_ms": w_off, "write_ratio": w_on / w_off}  # fmt: skip
+    return {
+        "pair_on_ms": on,
+        "pair_off_ms": off,
+        "pair_ratio": on / off,
+        "write_on_ms": w_on,
+        "write_off_ms": w_off,
+        "write_ratio": w_on / w_off,
+    }
 
 
 async def tools_list(root: Path) -> dict:

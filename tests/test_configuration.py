@@ -22,27 +22,49 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 @pytest.mark.parametrize(
     ("argv", "env", "message"),
     [
-        ([], {"WORKSPACE_MCP_READ_ONLY": "ture"},
-         "WORKSPACE_MCP_READ_ONLY: 'ture' is not a boolean (use true or false)"),
-        ([], {"WORKSPACE_MCP_LOG_LEVEL": "foo"},
-         "WORKSPACE_MCP_LOG_LEVEL: 'foo' is not one of DEBUG, INFO, WARNING, ERROR"),
+        (
+            [],
+            {"WORKSPACE_MCP_READ_ONLY": "ture"},
+            "WORKSPACE_MCP_READ_ONLY: 'ture' is not a boolean (use true or false)",
+        ),
+        (
+            [],
+            {"WORKSPACE_MCP_LOG_LEVEL": "foo"},
+            "WORKSPACE_MCP_LOG_LEVEL: 'foo' is not one of DEBUG, INFO, WARNING, ERROR",
+        ),
         ([], {"WORKSPACE_MCP_PORT": "80a"}, "WORKSPACE_MCP_PORT: '80a' is not a whole number"),
         (["--port", "80a"], {}, "--port: '80a' is not a whole number"),
         (["--port", "70000"], {}, "--port: input should be less than or equal to 65535"),
-        ([], {"WORKSPACE_MCP_PORT": "0"},
-         "WORKSPACE_MCP_PORT: input should be greater than or equal to 1"),
-        ([], {"WORKSPACE_MCP_PROMOTE_AFTER_MS": "-5"},
-         "WORKSPACE_MCP_PROMOTE_AFTER_MS: input should be greater than or equal to 1"),
-        ([], {"WORKSPACE_MCP_SANDBOX": "docker"}, "WORKSPACE_MCP_SANDBOX: 'docker' is not one of auto, bwrap, none"),
-        ([], {"WORKSPACE_MCP_SHELL_MODE": "all"},
-         "WORKSPACE_MCP_SHELL_MODE: 'all' is not one of allowlist, any"),
+        (
+            [],
+            {"WORKSPACE_MCP_PORT": "0"},
+            "WORKSPACE_MCP_PORT: input should be greater than or equal to 1",
+        ),
+        (
+            [],
+            {"WORKSPACE_MCP_PROMOTE_AFTER_MS": "-5"},
+            "WORKSPACE_MCP_PROMOTE_AFTER_MS: input should be greater than or equal to 1",
+        ),
+        (
+            [],
+            {"WORKSPACE_MCP_SANDBOX": "docker"},
+            "WORKSPACE_MCP_SANDBOX: 'docker' is not one of auto, bwrap, none",
+        ),
+        (
+            [],
+            {"WORKSPACE_MCP_SHELL_MODE": "all"},
+            "WORKSPACE_MCP_SHELL_MODE: 'all' is not one of allowlist, any",
+        ),
         ([], {"WORKSPACE_MCP_SHELL": "maybe"}, "WORKSPACE_MCP_SHELL: 'maybe' is not a boolean"),
         (["--rate-limit", "0"], {}, "--rate-limit: input should be greater than 0"),
-        ([], {"WORKSPACE_MCP_API_KEYS": "alice-secret-token"},
-         "WORKSPACE_MCP_API_KEYS expects SUBJECT=TOKEN"),
+        (
+            [],
+            {"WORKSPACE_MCP_API_KEYS": "alice-secret-token"},
+            "WORKSPACE_MCP_API_KEYS expects SUBJECT=TOKEN",
+        ),
         (["--workspace", "noequals"], {}, '--workspace expects NAME=DIR, got "noequals"'),
     ],
-)  # fmt: skip
+)
 def test_a_bad_value_from_any_source_names_the_source(argv, env, message) -> None:
     with pytest.raises(ConfigError) as caught:
         settings_from_sources(argv, environ=env, dotenv_path="/nonexistent/.env")
@@ -63,8 +85,12 @@ def test_every_source_gives_the_same_value() -> None:
     assert settings_from_sources(["--shell"], {}, none).shell_mode == "allowlist"
     assert settings_from_sources([], {"WORKSPACE_MCP_SHELL": "yes"}, none).shell_mode == "allowlist"
     assert settings_from_sources([], {"WORKSPACE_MCP_SHELL_MODE": "any"}, none).shell_mode == "any"
-    assert settings_from_sources(["--shell-any"], {"WORKSPACE_MCP_SHELL_MODE": "allowlist"},
-                                 none).shell_mode == "any"  # fmt: skip
+    assert (
+        settings_from_sources(
+            ["--shell-any"], {"WORKSPACE_MCP_SHELL_MODE": "allowlist"}, none
+        ).shell_mode
+        == "any"
+    )
     assert settings_from_sources(["--no-audit"], {}, none).audit is False
     assert settings_from_sources([], {"WORKSPACE_MCP_NO_AUDIT": "true"}, none).audit is False
     assert (
@@ -105,8 +131,13 @@ def test_a_bad_configuration_is_refused_before_fastmcp_is_imported(tmp_path: Pat
         "print(code, 'fastmcp' in sys.modules)\n"
     )
     for argv in (["--root", str(tmp_path / "nope")], ["--http", "--root", str(tmp_path)]):
-        out = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True,
-                             text=True, cwd=tmp_path, timeout=60)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", probe, *argv],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
         assert out.stdout.strip() == "2 False", (out.stdout, out.stderr)
         assert len(out.stderr.strip().splitlines()) == 1
 
@@ -151,8 +182,9 @@ def test_contradictions_and_bad_urls_are_said(tmp_path: Path) -> None:
     assert contradictions(settings_from_sources(["--shell"], {}, none)) == []
     bad = settings_from_sources(
         ["--root", str(tmp_path), "--http", "--jwks-url", "notaurl", "--jwt-audience", "a"],
-        {}, none,
-    )  # fmt: skip
+        {},
+        none,
+    )
     with pytest.raises(ConfigError, match=r"^--jwks-url must be an http\(s\) URL, got 'notaurl'$"):
         preflight(bad)
 
@@ -214,13 +246,20 @@ def test_config_names_the_client_it_did_not_know(argv: list[str], said: str, cap
     ("overrides", "message"),
     [
         ({"tools": ("read_fil",)}, "--tools: unknown tool 'read_fil'; did you mean read_file?"),
-        ({"disable_tools": ("nosuch",)}, "--disable-tools: unknown tool 'nosuch'; see --list-profiles"),
-        ({"tools": ("run_command",)},
-         "--tools run_command: not served: the operator enables it with --shell"),
-        ({"profile": "coding-agent", "tools": ("read_file", "git_status")},
-         "--tools git_status: not served: the coding-agent profile does not serve it"),
+        (
+            {"disable_tools": ("nosuch",)},
+            "--disable-tools: unknown tool 'nosuch'; see --list-profiles",
+        ),
+        (
+            {"tools": ("run_command",)},
+            "--tools run_command: not served: the operator enables it with --shell",
+        ),
+        (
+            {"profile": "coding-agent", "tools": ("read_file", "git_status")},
+            "--tools git_status: not served: the coding-agent profile does not serve it",
+        ),
     ],
-)  # fmt: skip
+)
 def test_tool_selection_says_what_it_did(tmp_path: Path, overrides: dict, message: str) -> None:
     """Issue 29: `--tools read_fil` served 0 tools and `--disable-tools nosuch` passed."""
     with pytest.raises(ConfigError) as caught:

@@ -12,26 +12,50 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 # layer -> module prefixes it must never import (anywhere in the module, lazily too)
 FORBIDDEN = {
     "core": (
-        "fastmcp", "mcp", "mcp_types", "starlette", "uvicorn",
-        f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.transports",
-        f"{PACKAGE}.cli", f"{PACKAGE}.server", f"{PACKAGE}.services", f"{PACKAGE}.prompts",
-        f"{PACKAGE}.requestctx", f"{PACKAGE}.configuration",
+        "fastmcp",
+        "mcp",
+        "mcp_types",
+        "starlette",
+        "uvicorn",
+        f"{PACKAGE}.tools",
+        f"{PACKAGE}.middleware",
+        f"{PACKAGE}.transports",
+        f"{PACKAGE}.cli",
+        f"{PACKAGE}.server",
+        f"{PACKAGE}.services",
+        f"{PACKAGE}.prompts",
+        f"{PACKAGE}.requestctx",
+        f"{PACKAGE}.configuration",
     ),
     "middleware": (f"{PACKAGE}.tools", f"{PACKAGE}.transports", f"{PACKAGE}.cli"),
-    "tools": (f"{PACKAGE}.middleware", f"{PACKAGE}.transports", f"{PACKAGE}.cli",
-              f"{PACKAGE}.server"),
+    "tools": (
+        f"{PACKAGE}.middleware",
+        f"{PACKAGE}.transports",
+        f"{PACKAGE}.cli",
+        f"{PACKAGE}.server",
+    ),
     "settings": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.cli"),
     "configuration": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.cli"),
-    "transports": (f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.cli",
-                   f"{PACKAGE}.server"),
+    "transports": (
+        f"{PACKAGE}.tools",
+        f"{PACKAGE}.middleware",
+        f"{PACKAGE}.cli",
+        f"{PACKAGE}.server",
+    ),
     "requestctx": (f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.transports"),
     "profiles": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
     # The console reads core state; it is not a second way around containment or the tools.
-    "webconsole": ("fastmcp", "mcp", f"{PACKAGE}.tools", f"{PACKAGE}.middleware",
-                   f"{PACKAGE}.server", f"{PACKAGE}.cli"),
+    "webconsole": (
+        "fastmcp",
+        "mcp",
+        f"{PACKAGE}.tools",
+        f"{PACKAGE}.middleware",
+        f"{PACKAGE}.server",
+        f"{PACKAGE}.cli",
+    ),
     "surface": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
     "": (f"{PACKAGE}.cli",),  # nothing imports the CLI (but __main__)
-}  # fmt: skip
+}
 
 
 def module_name(path: Path) -> str:

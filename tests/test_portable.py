@@ -40,9 +40,12 @@ def test_containment_and_processes_through_the_fallbacks() -> None:
         pytest.skip("already inside the forced run")
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-rs", *THROUGH_FALLBACKS],
-        cwd=REPO, capture_output=True, text=True, timeout=900,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
         env={**os.environ, "AWM_TEST_PORTABLE": "1"},
-    )  # fmt: skip
+    )
     tail = out.stdout[-3000:]
     assert out.returncode == 0, tail
     assert "test_the_features_are_forced_off" not in tail  # it ran, and was not skipped

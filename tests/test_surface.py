@@ -61,12 +61,14 @@ def test_list_profiles_prints_the_same_surfaces(tmp_path: Path) -> None:
         (("--disable-tools", "grep"), "grep", "the operator turned it off (--disable-tools)"),
         (("--tools", "read_file"), "grep", "the operator's --tools leaves it out"),
         ((), "run_command", "the operator enables it with --shell (or --shell-any)"),
-        (("--profile", "coding-agent"), "grep",
-         "this server serves it as search_text (the coding-agent profile)"),
-        (("--profile", "coding-agent"), "git_status",
-         "the coding-agent profile does not serve it"),
+        (
+            ("--profile", "coding-agent"),
+            "grep",
+            "this server serves it as search_text (the coding-agent profile)",
+        ),
+        (("--profile", "coding-agent"), "git_status", "the coding-agent profile does not serve it"),
     ],
-)  # fmt: skip
+)
 async def test_an_agent_is_told_why_a_tool_is_off(tmp_path: Path, argv, tool, why) -> None:
     app, services = build(settings_for(tmp_path, *argv))
     assert services.surface.why_not(tool) == why
@@ -77,14 +79,23 @@ async def test_an_agent_is_told_why_a_tool_is_off(tmp_path: Path, argv, tool, wh
 @pytest.mark.parametrize(
     ("argv", "tool", "why"),
     [
-        (("--profile", "coding-agent", "--disable-tools", "search_text"), "grep",
-         "the operator turned it off (--disable-tools)"),
-        (("--http", "--no-auth"), "run_command",
-         "the operator enables it with --shell (or --shell-any) and --allow-remote-exec"),
-        (("--http", "--no-auth", "--shell"), "run_command",
-         "command tools are off over HTTP unless the operator passes --allow-remote-exec"),
+        (
+            ("--profile", "coding-agent", "--disable-tools", "search_text"),
+            "grep",
+            "the operator turned it off (--disable-tools)",
+        ),
+        (
+            ("--http", "--no-auth"),
+            "run_command",
+            "the operator enables it with --shell (or --shell-any) and --allow-remote-exec",
+        ),
+        (
+            ("--http", "--no-auth", "--shell"),
+            "run_command",
+            "command tools are off over HTTP unless the operator passes --allow-remote-exec",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_reason_follows_the_whole_configuration(tmp_path: Path, argv, tool, why) -> None:
     _, services = build(settings_for(tmp_path, *argv))
     assert services.surface.why_not(tool) == why

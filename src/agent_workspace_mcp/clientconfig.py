@@ -149,12 +149,17 @@ def remote_snippet(client: str, url: str, token_env: str | None, name: str) -> s
         return json.dumps({"mcpServers": {name: {"url": url, **headers}}}, indent=2)
     if client == "opencode":
         entry = {"type": "remote", "url": url, **headers, "enabled": True}
-        return json.dumps({"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}},
-                          indent=2)  # fmt: skip
+        return json.dumps(
+            {"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}}, indent=2
+        )
     vscode: dict[str, Any] = {"servers": {name: {"type": "http", "url": url, **headers}}}
     if token_env:
-        prompt = {"type": "promptString", "id": VSCODE_INPUT, "password": True,
-                  "description": f"bearer token for {name}"}  # fmt: skip
+        prompt = {
+            "type": "promptString",
+            "id": VSCODE_INPUT,
+            "password": True,
+            "description": f"bearer token for {name}",
+        }
         vscode["inputs"] = [prompt]
     return json.dumps(vscode, indent=2)
 

@@ -125,9 +125,11 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     job_dir = settings.job_dir or default_job_dir()
     shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
     bwrap, sandbox_said = resolve_sandbox(
-        settings.sandbox, settings.commands_enabled, settings.unconfined,
+        settings.sandbox,
+        settings.commands_enabled,
+        settings.unconfined,
         safe_path_dirs(os.environ.get("PATH", ""), registry.roots()),
-    )  # fmt: skip
+    )
     services = Services(
         settings=settings,
         registry=registry,

@@ -347,8 +347,12 @@ class Settings(BaseModel):
 
     def secret_values(self) -> tuple[str, ...]:
         """The server's own credentials: scrubbed by value from every child environment."""
-        values = [self.token, self.jwt_secret, self.operator_token,
-                  *(key for _, key in self.api_keys)]  # fmt: skip
+        values = [
+            self.token,
+            self.jwt_secret,
+            self.operator_token,
+            *(key for _, key in self.api_keys),
+        ]
         return tuple(v for v in values if v)
 
 

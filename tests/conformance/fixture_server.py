@@ -38,42 +38,70 @@ from agent_workspace_mcp import server as server_module
 from agent_workspace_mcp.core.exec.commands import which
 
 # A 1x1 red PNG and a 1-sample WAV: the smallest valid media the scenarios accept.
-PNG = base64.b64encode(bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408"
-    "d763f8cfc000000301010018dd8db00000000049454e44ae426082"
-)).decode()  # fmt: skip
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010802000000907753de0000000c4944415408"
+        "d763f8cfc000000301010018dd8db00000000049454e44ae426082"
+    )
+).decode()
 WAV = base64.b64encode(
-    b"RIFF" + (38).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
-    + bytes.fromhex("01000100401f0000803e000002001000") + b"data" + (2).to_bytes(4, "little")
+    b"RIFF"
+    + (38).to_bytes(4, "little")
+    + b"WAVEfmt "
+    + (16).to_bytes(4, "little")
+    + bytes.fromhex("01000100401f0000803e000002001000")
+    + b"data"
+    + (2).to_bytes(4, "little")
     + b"\x00\x00"
-).decode()  # fmt: skip
+).decode()
 
 SCHEMA_2020_12: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "$defs": {"address": {"$anchor": "addressDef", "type": "object", "properties": {
-        "street": {"type": "string"}, "city": {"type": "string"}}}},
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
     "properties": {
-        "name": {"type": "string"}, "address": {"$ref": "#/$defs/address"},
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
         "contactMethod": {"type": "string", "enum": ["phone", "email"]},
-        "phone": {"type": "string"}, "email": {"type": "string"},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
     },
     "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
     "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
     "then": {"required": ["phone"]},
     "else": {"required": ["email"]},
     "additionalProperties": False,
-}  # fmt: skip
+}
 
 
 def _elicit(message: str, field: str, kind: str = "string") -> dict[str, Any]:
-    return {"method": "elicitation/create", "params": {"message": message, "requestedSchema": {
-        "type": "object", "properties": {field: {"type": kind}}, "required": [field]}}}  # fmt: skip
+    return {
+        "method": "elicitation/create",
+        "params": {
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {field: {"type": kind}},
+                "required": [field],
+            },
+        },
+    }
 
 
 def _sample(text: str, tokens: int) -> dict[str, Any]:
-    return {"method": "sampling/createMessage", "params": {"messages": [
-        {"role": "user", "content": {"type": "text", "text": text}}], "maxTokens": tokens}}  # fmt: skip
+    return {
+        "method": "sampling/createMessage",
+        "params": {
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+            "maxTokens": tokens,
+        },
+    }
 
 
 def _asked(requests: dict[str, Any], state: str | None = None) -> mcp_types.InputRequiredResult:
@@ -117,20 +145,36 @@ def add_fixtures(app: FastMCP, services) -> None:
     @app.tool
     def test_embedded_resource() -> ToolResult:
         """Conformance fixture test_embedded_resource."""
-        return ToolResult(content=[EmbeddedResource(type="resource", resource=TextResourceContents(
-            uri="test://embedded-resource", mimeType="text/plain",
-            text="This is an embedded resource content."))])  # fmt: skip
+        return ToolResult(
+            content=[
+                EmbeddedResource(
+                    type="resource",
+                    resource=TextResourceContents(
+                        uri="test://embedded-resource",
+                        mimeType="text/plain",
+                        text="This is an embedded resource content.",
+                    ),
+                )
+            ]
+        )
 
     @app.tool
     def test_multiple_content_types() -> ToolResult:
         """Conformance fixture test_multiple_content_types."""
-        return ToolResult(content=[
-            TextContent(type="text", text="Multiple content types test:"),
-            ImageContent(type="image", data=PNG, mimeType="image/png"),
-            EmbeddedResource(type="resource", resource=TextResourceContents(
-                uri="test://mixed-content-resource", mimeType="application/json",
-                text='{"test":"data","value":123}')),
-        ])  # fmt: skip
+        return ToolResult(
+            content=[
+                TextContent(type="text", text="Multiple content types test:"),
+                ImageContent(type="image", data=PNG, mimeType="image/png"),
+                EmbeddedResource(
+                    type="resource",
+                    resource=TextResourceContents(
+                        uri="test://mixed-content-resource",
+                        mimeType="application/json",
+                        text='{"test":"data","value":123}',
+                    ),
+                ),
+            ]
+        )
 
     @app.tool
     async def test_tool_with_progress(ctx: Context) -> str:
@@ -148,8 +192,11 @@ def add_fixtures(app: FastMCP, services) -> None:
     def json_schema_tool(name: str = "") -> str:
         return f"ok {name}"
 
-    schema_tool = Tool.from_function(json_schema_tool, name="json_schema_2020_12_tool",
-                                     description="Tool with JSON Schema 2020-12 features")  # fmt: skip
+    schema_tool = Tool.from_function(
+        json_schema_tool,
+        name="json_schema_2020_12_tool",
+        description="Tool with JSON Schema 2020-12 features",
+    )
     app.add_tool(schema_tool.model_copy(update={"parameters": SCHEMA_2020_12}))
 
     @app.tool
@@ -199,11 +246,14 @@ def add_fixtures(app: FastMCP, services) -> None:
         """Conformance fixture test_input_required_result_multiple_inputs."""
         keys = {"user_name", "greeting", "client_roots"}
         if not ctx.input_responses or not keys <= set(ctx.input_responses):
-            return _asked({
-                "user_name": _elicit("What is your name?", "name"),
-                "greeting": _sample("Generate a greeting", 50),
-                "client_roots": {"method": "roots/list", "params": {}},
-            }, "multi")  # fmt: skip
+            return _asked(
+                {
+                    "user_name": _elicit("What is your name?", "name"),
+                    "greeting": _sample("Generate a greeting", 50),
+                    "client_roots": {"method": "roots/list", "params": {}},
+                },
+                "multi",
+            )
         return "All inputs received"
 
     @app.tool
@@ -214,8 +264,10 @@ def add_fixtures(app: FastMCP, services) -> None:
             return _asked({"step1": _elicit("Step 1: What is your name?", "name")}, "round-1")
         if "step1" in responses and ctx.request_state == "round-1":
             name = _answer(responses, "step1", "name")
-            return _asked({"step2": _elicit("Step 2: What is your favorite color?", "color")},
-                          f"round-2:{name}")  # fmt: skip
+            return _asked(
+                {"step2": _elicit("Step 2: What is your favorite color?", "color")},
+                f"round-2:{name}",
+            )
         return f"Done: {ctx.request_state}, {_answer(responses, 'step2', 'color')}"
 
     @app.tool
@@ -295,8 +347,15 @@ def add_fixtures(app: FastMCP, services) -> None:
         async def _job(ctx: Context | None, argv: list[str]) -> str:
             assert commands is not None
             ws = services.workspaces.get(None)
-            return await commands.run(ctx, ws, argv, which("sh", commands.path_dirs),
-                                      commands.cwd(ws, None), 700_000, True)  # fmt: skip
+            return await commands.run(
+                ctx,
+                ws,
+                argv,
+                which("sh", commands.path_dirs),
+                commands.cwd(ws, None),
+                700_000,
+                True,
+            )
 
     @app.prompt
     def test_simple_prompt() -> str:
@@ -312,24 +371,34 @@ def add_fixtures(app: FastMCP, services) -> None:
     def test_prompt_with_embedded_resource(resourceUri: str) -> list[Message]:
         """Conformance fixture test_prompt_with_embedded_resource."""
         return [
-            Message(EmbeddedResource(type="resource", resource=TextResourceContents(
-                uri=resourceUri, mimeType="text/plain",
-                text="Embedded resource content for testing."))),
+            Message(
+                EmbeddedResource(
+                    type="resource",
+                    resource=TextResourceContents(
+                        uri=resourceUri,
+                        mimeType="text/plain",
+                        text="Embedded resource content for testing.",
+                    ),
+                )
+            ),
             Message("Please process the embedded resource above."),
-        ]  # fmt: skip
+        ]
 
     @app.prompt
     def test_prompt_with_image() -> list[Message]:
         """Conformance fixture test_prompt_with_image."""
-        return [Message(ImageContent(type="image", data=PNG, mimeType="image/png")),
-                Message("Please analyze the image above.")]  # fmt: skip
+        return [
+            Message(ImageContent(type="image", data=PNG, mimeType="image/png")),
+            Message("Please analyze the image above."),
+        ]
 
     @app.prompt
     def test_input_required_result_prompt(ctx: Context):
         """Conformance fixture test_input_required_result_prompt."""
         if not ctx.input_responses:
-            return _asked({"user_context": _elicit("What context should the prompt use?",
-                                                   "context")})  # fmt: skip
+            return _asked(
+                {"user_context": _elicit("What context should the prompt use?", "context")}
+            )
         return f"Prompt with context: {_answer(ctx.input_responses, 'user_context', 'context')}"
 
     @app.resource("test://static-text", mime_type="text/plain")
@@ -345,8 +414,9 @@ def add_fixtures(app: FastMCP, services) -> None:
     @app.resource("test://template/{id}/data", mime_type="application/json")
     def template(id: str) -> str:
         """Conformance fixture template."""
-        return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"},
-                          separators=(",", ":"))  # fmt: skip
+        return json.dumps(
+            {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}, separators=(",", ":")
+        )
 
 
 def main(argv: list[str]) -> int:

@@ -30,9 +30,14 @@ def adopt(registry: JobRegistry, tmp_path: Path, script: str, owner: str | None 
         ["sh", "-c", script], executable=shutil.which("sh"), cwd=str(tmp_path), env=os.environ
     )
     return registry.adopt(
-        child, command=script, cwd=str(tmp_path), owner=owner, name="demo",
-        max_runtime_ms=60_000, replay=True,
-    )  # fmt: skip
+        child,
+        command=script,
+        cwd=str(tmp_path),
+        owner=owner,
+        name="demo",
+        max_runtime_ms=60_000,
+        replay=True,
+    )
 
 
 def wait_for(predicate, timeout: float = 10) -> None:
@@ -111,12 +116,23 @@ def victim():
 
 def planted(records: JobRecords, pid: int, **changes) -> dict:
     record = {
-        "id": "job-0123456789ab", "owner": "alice", "command": "sleep 30", "name": None,
-        "cwd": "/", "pid": pid, "pid_start": process_start(pid)[0], "started_at": "x",
-        "started_wall": time.time() - 3600, "max_runtime_ms": 1000, "status": "running",
-        "exit_code": None, "ended_wall": None, "kill_requested": False, "timed_out": False,
+        "id": "job-0123456789ab",
+        "owner": "alice",
+        "command": "sleep 30",
+        "name": None,
+        "cwd": "/",
+        "pid": pid,
+        "pid_start": process_start(pid)[0],
+        "started_at": "x",
+        "started_wall": time.time() - 3600,
+        "max_runtime_ms": 1000,
+        "status": "running",
+        "exit_code": None,
+        "ended_wall": None,
+        "kill_requested": False,
+        "timed_out": False,
         "log_cap": 100,
-    }  # fmt: skip
+    }
     record.update(changes)
     records.write(record)
     return record

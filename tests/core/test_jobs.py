@@ -49,9 +49,14 @@ def adopt_sleep(registry: JobRegistry, tmp_path: Path):
         ["sleep", "30"], executable=shutil.which("sleep"), cwd=str(tmp_path), env=os.environ
     )
     return registry.adopt(
-        child, command="sleep 30", cwd=str(tmp_path), owner=None, name=None,
-        max_runtime_ms=60_000, replay=True,
-    )  # fmt: skip
+        child,
+        command="sleep 30",
+        cwd=str(tmp_path),
+        owner=None,
+        name=None,
+        max_runtime_ms=60_000,
+        replay=True,
+    )
 
 
 @pytest.mark.parametrize("plant", ["symlink", "world-writable", "other-owner"])

@@ -95,20 +95,38 @@ def start(
     raise RuntimeError(f"server did not come up: {server.stderr()}")
 
 
-def rpc2026(server: RunningServer, key: str, method: str, params: dict, *,
-            extensions: dict | None = None, name: str | None = None) -> dict:  # fmt: skip
+def rpc2026(
+    server: RunningServer,
+    key: str,
+    method: str,
+    params: dict,
+    *,
+    extensions: dict | None = None,
+    name: str | None = None,
+) -> dict:
     """One 2026-07-28 (sessionless) request on a fresh connection (so `--workers`
     spreads them), `extensions` declared in its `_meta`: the decoded JSON-RPC response."""
     caps = {} if extensions is None else {"extensions": extensions}
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": caps,
-    }}}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {
+            **params,
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities": caps,
+            },
+        },
+    }
     headers = {
-        "authorization": f"Bearer {key}", "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": "2026-07-28", "mcp-method": method, "connection": "close",
-    }  # fmt: skip
+        "authorization": f"Bearer {key}",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": method,
+        "connection": "close",
+    }
     shown = name if name is not None else params.get("name") or params.get("taskId")
     if shown is not None:
         headers["mcp-name"] = shown

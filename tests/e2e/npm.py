@@ -32,10 +32,20 @@ def installed(name: str, packages: list[str], program: str) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     out = subprocess.run(
-        [npm, "install", "--prefix", str(staging), "--no-audit", "--no-fund",
-         "--loglevel=error", *packages],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+        [
+            npm,
+            "install",
+            "--prefix",
+            str(staging),
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            *packages,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if out.returncode != 0:
         last = (out.stderr.strip() or "no output").splitlines()[-1]
         missing(f"npm install {' '.join(packages)} failed: {last}")

@@ -51,8 +51,17 @@ def ensure_base(tmp: Path, image: str = BASE, extra: tuple[str, ...] = ()) -> No
         return
     rootfs = tmp / "rootfs"
     packages = ",".join(("python3", "python3-venv", "python-is-python3", "ca-certificates", *extra))
-    run(["debootstrap", "--variant=minbase", f"--include={packages}", "bookworm", str(rootfs),
-         mirror()], timeout=1200)  # fmt: skip
+    run(
+        [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={packages}",
+            "bookworm",
+            str(rootfs),
+            mirror(),
+        ],
+        timeout=1200,
+    )
     tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
     run([*PODMAN, "import", "-", image], timeout=600, stdin=tar.stdout)
     tar.wait()

@@ -22,8 +22,19 @@ OPERATOR = "tok-operator-0123456789"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> RunningServer:
     root = tmp_path_factory.mktemp("approvals-http")
-    server = start(root, "--token", AGENT, "--operator-token", OPERATOR, "--workers", "2",
-                   "--confirm", "destructive", "--confirm-via", "console,client")  # fmt: skip
+    server = start(
+        root,
+        "--token",
+        AGENT,
+        "--operator-token",
+        OPERATOR,
+        "--workers",
+        "2",
+        "--confirm",
+        "destructive",
+        "--confirm-via",
+        "console,client",
+    )
     server.root = root  # type: ignore[attr-defined]
     yield server
     assert server.stop() == 0
@@ -69,15 +80,19 @@ async def test_the_operator_approves_at_any_worker(served: RunningServer) -> Non
         assert pending and "removes d.txt" in pending["summary"] and pending["subject"] == "token"
         # The agent's own token decides nothing, and cannot even see the queue.
         for token in (AGENT,):
-            refused = httpx2.post(f"{api}/approvals/decide", json={"id": pending["id"], "approve": True},
-                                  headers={"authorization": f"Bearer {token}"})  # fmt: skip
+            refused = httpx2.post(
+                f"{api}/approvals/decide",
+                json={"id": pending["id"], "approve": True},
+                headers={"authorization": f"Bearer {token}"},
+            )
             assert refused.status_code == 401
             listing = httpx2.get(
                 f"{api}/list/approvals", headers={"authorization": f"Bearer {token}"}
             )
             assert listing.status_code == 401
-        decided = httpx2.post(f"{api}/approvals/decide", headers=operator,
-                              json={"id": pending["id"], "approve": True})  # fmt: skip
+        decided = httpx2.post(
+            f"{api}/approvals/decide", headers=operator, json={"id": pending["id"], "approve": True}
+        )
         assert decided.status_code == 200, decided.text
         result = await asyncio.wait_for(waiting, 30)
     assert result.content[0].text.startswith("Deleted d.txt") and not (root / "d.txt").exists()

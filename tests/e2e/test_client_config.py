@@ -42,37 +42,51 @@ def command_of(client: str, text: str, name: str = "agent-workspace") -> list[st
 )
 def test_each_snippet_parses_and_starts_the_server(tmp_path: Path, client: str) -> None:
     (tmp_path / "proj").mkdir()
-    out = subprocess.run([*CLI, "config", client, "proj", "--read-only"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [*CLI, "config", client, "proj", "--read-only"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     argv = command_of(client, out.stdout)
     assert Path(argv[0]).is_absolute() and Path(argv[0]).exists()
     assert argv[-3:] == ["--root", str(tmp_path / "proj"), "--read-only"]
     # Started from anywhere (stdin closed at once), it serves and stops cleanly.
-    started = subprocess.run(argv, cwd="/", stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True, timeout=60)  # fmt: skip
+    started = subprocess.run(
+        argv, cwd="/", stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60
+    )
     assert started.returncode == 0, started.stderr
     assert "19 tools (+1 for hosts with MCP Apps)" in started.stderr
     assert str(tmp_path / "proj") in started.stderr
 
 
 def test_config_refuses_what_would_not_start_and_keeps_secrets_out(tmp_path: Path) -> None:
-    out = subprocess.run([*CLI, "config", "cursor", str(tmp_path / "missing")],
-                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [*CLI, "config", "cursor", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and out.stdout == ""
     assert "does not exist" in out.stderr
     env_out = subprocess.run(
-        [*CLI, "config", "cursor", str(tmp_path)], capture_output=True, text=True, timeout=60,
+        [*CLI, "config", "cursor", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={"PATH": "/usr/bin:/bin", "MCP_TOKEN": "tok-secret-value-123456"},
-    )  # fmt: skip
+    )
     assert env_out.returncode == 0 and "tok-secret" not in env_out.stdout
 
 
 def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "a.txt").write_text("hello\n")
-    out = subprocess.run([*CLI, "check", str(tmp_path / "proj")], capture_output=True,
-                         text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [*CLI, "check", str(tmp_path / "proj")], capture_output=True, text=True, timeout=120
+    )
     lines = out.stdout.splitlines()
     assert out.returncode == 0, out.stdout + out.stderr
     assert [line.split(":")[0] for line in lines] == [
@@ -86,14 +100,19 @@ def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
     assert lines[1].startswith(f"ok  tools/list: {served} tools (")
     assert "audit:" not in out.stdout + out.stderr
     # A tool the profile does not serve is skipped, not failed (issue 29) ...
-    narrowed = subprocess.run([*CLI, "check", str(tmp_path / "proj"), "--tools", "grep"],
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    narrowed = subprocess.run(
+        [*CLI, "check", str(tmp_path / "proj"), "--tools", "grep"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert narrowed.returncode == 0, narrowed.stdout
     assert "ok  list_files: not served by this profile" in narrowed.stdout
     # ... and an empty listing is no file to read ("no files found" was read as a name).
     (tmp_path / "empty").mkdir()
-    empty = subprocess.run([*CLI, "check", str(tmp_path / "empty")],
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    empty = subprocess.run(
+        [*CLI, "check", str(tmp_path / "empty")], capture_output=True, text=True, timeout=120
+    )
     assert empty.returncode == 0, empty.stdout
     assert "ok  read_file: nothing to read (no files in the workspace)" in empty.stdout
 
@@ -127,8 +146,7 @@ def test_check_escapes_what_it_prints(tmp_path: Path) -> None:
     """A file name holding OSC 52 (set the clipboard) and BEL must not reach the terminal."""
     (tmp_path / "proj").mkdir()
     (tmp_path / "proj" / "\x1b]52;c;cHduZWQ=\x07.txt").write_text("x\n")
-    out = subprocess.run([*CLI, "check", str(tmp_path / "proj")], capture_output=True,
-                         timeout=120)  # fmt: skip
+    out = subprocess.run([*CLI, "check", str(tmp_path / "proj")], capture_output=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert b"\x1b" not in out.stdout and b"\x07" not in out.stdout
     assert b"\\x1b]52;c;cHduZWQ=\\x07.txt" in out.stdout
@@ -159,8 +177,11 @@ def remote_of(client: str, text: str, name: str = "agent-workspace") -> tuple[st
         header = argv[argv.index("--header") + 1] if "--header" in argv else None
         return argv[6], header
     config = json.loads(text)
-    entry = {"cursor": lambda: config["mcpServers"], "opencode": lambda: config["mcp"],
-             "vscode": lambda: config["servers"]}[client]()[name]  # fmt: skip
+    entry = {
+        "cursor": lambda: config["mcpServers"],
+        "opencode": lambda: config["mcp"],
+        "vscode": lambda: config["servers"],
+    }[client]()[name]
     assert entry.get("type", "http") in ("http", "remote")
     return entry["url"], entry.get("headers", {}).get("Authorization")
 
@@ -178,8 +199,9 @@ TOKEN_FORMS = {
 def test_config_http_prints_the_remote_form(tmp_path: Path, client: str) -> None:
     """Issue 29: `config CLIENT DIR --http --token T` printed a stdio entry with --http."""
     secret = "tok-0123456789abcdef"
-    out = run_config(client, str(tmp_path), "--http", "--port", "4111", "--token", secret,
-                     cwd=tmp_path)  # fmt: skip
+    out = run_config(
+        client, str(tmp_path), "--http", "--port", "4111", "--token", secret, cwd=tmp_path
+    )
     assert out.returncode == 0, out.stderr
     assert secret not in (out.stdout + out.stderr).decode()
     assert remote_of(client, out.stdout.decode()) == (
@@ -189,8 +211,17 @@ def test_config_http_prints_the_remote_form(tmp_path: Path, client: str) -> None
     start = out.stderr.decode().splitlines()[0]
     assert start.endswith(f'--root {tmp_path} --http --port 4111 --token "$AGENT_WORKSPACE_TOKEN"')
     # Behind a proxy, with another variable; without auth, no header at all.
-    proxied = run_config(client, "--http", "--api-key", f"ci={secret}", "--url",
-                         "https://ws.example.test/mcp", "--token-env", "CI_TOKEN", cwd=tmp_path)  # fmt: skip
+    proxied = run_config(
+        client,
+        "--http",
+        "--api-key",
+        f"ci={secret}",
+        "--url",
+        "https://ws.example.test/mcp",
+        "--token-env",
+        "CI_TOKEN",
+        cwd=tmp_path,
+    )
     url, token = remote_of(client, proxied.stdout.decode())
     assert url == "https://ws.example.test/mcp"
     assert client == "vscode" or "CI_TOKEN" in token

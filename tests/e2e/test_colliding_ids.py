@@ -27,8 +27,14 @@ def served(tmp_path_factory, request) -> RunningServer:
     for who in ("first", "second"):
         (root / f"{who}.txt").write_text(f"this is {who}'s file\n")
     extra = ("--workers", "2") if request.param == "--workers 2" else ()
-    server = start(root, "--api-key", "first=tok-first-0123456789",
-                   "--api-key", "second=tok-second-012345678", *extra)  # fmt: skip
+    server = start(
+        root,
+        "--api-key",
+        "first=tok-first-0123456789",
+        "--api-key",
+        "second=tok-second-012345678",
+        *extra,
+    )
     yield server
     assert server.stop() == 0
 
@@ -73,21 +79,27 @@ def test_a_raw_id_reused_by_two_callers_at_once(served: RunningServer, tmp_path:
 
     def call(who: str, key: str) -> str:
         body = {
-            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
             "params": {
-                "name": "read_file", "arguments": {"path": f"{who}.txt"},
+                "name": "read_file",
+                "arguments": {"path": f"{who}.txt"},
                 "_meta": {
                     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                     "io.modelcontextprotocol/clientInfo": {"name": who, "version": "1"},
                     "io.modelcontextprotocol/clientCapabilities": {},
                 },
             },
-        }  # fmt: skip
+        }
         headers = {
-            "authorization": f"Bearer {key}", "accept": "application/json, text/event-stream",
-            "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
-            "mcp-name": "read_file", "connection": "close",
-        }  # fmt: skip
+            "authorization": f"Bearer {key}",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "tools/call",
+            "mcp-name": "read_file",
+            "connection": "close",
+        }
         return httpx2.post(served.url, json=body, headers=headers, timeout=30).text
 
     jobs = [("first", "tok-first-0123456789"), ("second", "tok-second-012345678")] * 20

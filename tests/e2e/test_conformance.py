@@ -44,8 +44,14 @@ def url(tmp_path_factory) -> str:
     root, other = base / "root", base / "other"  # two: the workspace argument is routable
     root.mkdir()
     other.mkdir()
-    server = start(root, str(other), "--no-auth", "--shell-any", "--allow-remote-exec",
-                   module="tests.conformance.fixture_server")  # fmt: skip
+    server = start(
+        root,
+        str(other),
+        "--no-auth",
+        "--shell-any",
+        "--allow-remote-exec",
+        module="tests.conformance.fixture_server",
+    )
     yield server.url
     assert server.stop() == 0
 
@@ -56,11 +62,22 @@ def test_the_suite_passes_but_for_its_expected_failures(
 ) -> None:
     baseline = HERE / f"expected-failures-{revision}.yml"
     out = subprocess.run(
-        [*suite, "server", "--url", url, "--requirements", revision,
-         "--expected-failures", str(baseline)],
-        capture_output=True, text=True, timeout=900, cwd=tmp_path,
+        [
+            *suite,
+            "server",
+            "--url",
+            url,
+            "--requirements",
+            revision,
+            "--expected-failures",
+            str(baseline),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=tmp_path,
         env={**os.environ, "NO_COLOR": "1"},
-    )  # fmt: skip
+    )
     tail = "\n".join((out.stdout + out.stderr).splitlines()[-60:])
     assert out.returncode == 0, f"conformance {revision} exited {out.returncode}:\n{tail}"
     assert "Total:" in out.stdout, tail
@@ -73,9 +90,12 @@ def test_the_skills_extension_scenarios(
     """Agent Skills over MCP (SEP-2640): not in either requirement set, run by name."""
     out = subprocess.run(
         [*suite, "server", "--url", url, "--scenario", f"sep-2640-skills-{scenario}"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
         env={**os.environ, "NO_COLOR": "1"},
-    )  # fmt: skip
+    )
     text = out.stdout + out.stderr
     tail = "\n".join(text.splitlines()[-40:])
     assert out.returncode == 0, tail

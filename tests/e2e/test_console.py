@@ -33,8 +33,10 @@ class RunningConsole:
         env = {**os.environ, "WORKSPACE_MCP_JOB_DIR": str(job_dir)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agent_workspace_mcp", "console", str(root), "--no-open"],
-            stderr=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         line = self.proc.stderr.readline()
         found = re.search(r"(http://127\.0\.0\.1:\d+)/login#token=(\S+)", line)
         assert found, line
@@ -55,8 +57,15 @@ def project(tmp_path: Path) -> Path:
 
 def agent(root: Path, job_dir: Path, *calls: tuple[str, dict], **extra) -> list[str]:
     """The agent's calls, through a real MCP client on a server of the same root."""
-    settings = Settings(root=str(root), shell_mode="allowlist", shell_allow=("python3",),
-                        sandbox="none", job_dir=str(job_dir), audit=False, **extra)  # fmt: skip
+    settings = Settings(
+        root=str(root),
+        shell_mode="allowlist",
+        shell_allow=("python3",),
+        sandbox="none",
+        job_dir=str(job_dir),
+        audit=False,
+        **extra,
+    )
 
     async def run() -> list[str]:
         async with Client(create_server(settings)) as client:
@@ -86,8 +95,11 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             page.wait_for_selector("#live:text('live')", timeout=10_000)
 
             # A write made now by the agent appears within 2 s, without a reload.
-            agent(project, job_dir, ("write_file", {"path": "notes.md",
-                                                     "content": f"first line\n{PLANTED}\n"}))  # fmt: skip
+            agent(
+                project,
+                job_dir,
+                ("write_file", {"path": "notes.md", "content": f"first line\n{PLANTED}\n"}),
+            )
             row = page.locator("tr.entry", has_text="write_file").first
             row.wait_for(timeout=2_000)
             row.click()
@@ -124,8 +136,9 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
 
             # A running job is listed and stopped from the page.
             script = f"print({PLANTED!r}, flush=True); import time; time.sleep(60)"
-            started = agent(project, job_dir,
-                            ("start_job", {"command": ["python3", "-c", script]}))[0]  # fmt: skip
+            started = agent(
+                project, job_dir, ("start_job", {"command": ["python3", "-c", script]})
+            )[0]
             job_id = re.search(r"Started job (\S+)", started).group(1)
             job = page.locator("#jobs li", has_text=job_id)
             kill = job.locator("button[data-action=kill]")
@@ -149,8 +162,13 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             )
             assert status == 403
             # Over HTTP: the agent's token gets 401 at /console; the operator's opens it.
-            served = start(project, "--token", "tok-agent-0123456789",
-                           "--operator-token", "tok-operator-0123456789")  # fmt: skip
+            served = start(
+                project,
+                "--token",
+                "tok-agent-0123456789",
+                "--operator-token",
+                "tok-operator-0123456789",
+            )
             try:
                 agent_token = {"authorization": "Bearer tok-agent-0123456789"}
                 assert httpx2.get(f"{served.base}/console/", headers=agent_token).status_code == 401
@@ -258,8 +276,9 @@ def test_the_operator_approves_one_call_and_denies_another(project: Path, tmp_pa
             page.wait_for_selector("#live:text('live')", timeout=10_000)
             queue = page.locator("#approvals")
             # The agent's delete waits for a person; the page shows exactly what it removes.
-            waiting = pool.submit(agent, project, job_dir,
-                                  ("delete_path", {"path": "old.txt"}), **confirm)  # fmt: skip
+            waiting = pool.submit(
+                agent, project, job_dir, ("delete_path", {"path": "old.txt"}), **confirm
+            )
             asked = queue.locator("li.approval", has_text="delete_path")
             asked.wait_for(timeout=5_000)
             assert "removes old.txt (4 bytes)" in asked.inner_text()
@@ -272,8 +291,9 @@ def test_the_operator_approves_one_call_and_denies_another(project: Path, tmp_pa
                 timeout=5_000
             )
             # The next one is denied: refused, the file stays, the agent is told who.
-            waiting = pool.submit(agent, project, job_dir,
-                                  ("delete_path", {"path": "keep.txt"}), **confirm)  # fmt: skip
+            waiting = pool.submit(
+                agent, project, job_dir, ("delete_path", {"path": "keep.txt"}), **confirm
+            )
             asked = queue.locator("li.approval", has_text="keep.txt")
             asked.wait_for(timeout=5_000)
             asked.locator("button[data-action=deny]").click()
@@ -300,9 +320,12 @@ def test_hidden_characters_are_visible_and_a_bad_line_blanks_nothing(
     string `paths` blanked the whole timeline."""
     job_dir = tmp_path / "jobs"
     job_dir.mkdir(mode=0o700)
-    agent(project, job_dir,
-          ("write_file", {"path": f"name{TROJAN}.txt", "content": f"x = 1 {TROJAN}\n"}),
-          ("remember", {"text": f"note {TROJAN}"}))  # fmt: skip
+    agent(
+        project,
+        job_dir,
+        ("write_file", {"path": f"name{TROJAN}.txt", "content": f"x = 1 {TROJAN}\n"}),
+        ("remember", {"text": f"note {TROJAN}"}),
+    )
     journal = project / ".workspace-mcp" / "journal.jsonl"
     with journal.open("a") as out:
         out.write('{"ts": 12345, "tool": "write_file", "paths": "not-a-list", "id": "bad1"}\n')

@@ -31,12 +31,19 @@ def served(tmp_path_factory) -> RunningServer:
 def agent_write(server: RunningServer) -> None:
     headers = {**MCP_HEADERS, "authorization": f"Bearer {AGENT}"}
     opened = httpx2.post(server.url, json=INIT, headers=headers)
-    headers |= {"mcp-session-id": opened.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-    httpx2.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=headers)  # fmt: skip
-    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "write_file", "arguments": {"path": "a.txt", "content": "after\n"}}}  # fmt: skip
+    headers |= {
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    httpx2.post(
+        server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+    )
+    body = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "write_file", "arguments": {"path": "a.txt", "content": "after\n"}},
+    }
     assert httpx2.post(server.url, json=body, headers=headers).status_code == 200
 
 
@@ -48,8 +55,9 @@ def test_only_the_operator_token_opens_the_console(served: RunningServer) -> Non
     opened = httpx2.get(page, headers={"authorization": f"Bearer {OPERATOR}"})
     assert opened.status_code == 200 and "agent-workspace-mcp console" in opened.text
     # The operator token is no agent credential either: /mcp refuses it.
-    refused = httpx2.post(served.url, json=INIT,
-                          headers={**MCP_HEADERS, "authorization": f"Bearer {OPERATOR}"})  # fmt: skip
+    refused = httpx2.post(
+        served.url, json=INIT, headers={**MCP_HEADERS, "authorization": f"Bearer {OPERATOR}"}
+    )
     assert refused.status_code == 401
 
 
@@ -73,8 +81,11 @@ def test_the_operator_undoes_an_agents_write_and_cross_site_is_refused(
     assert key not in browser.get("/console/").text  # the page carries no secret
     action = {"workspace": "default", "entry": entry["id"]}
     # With the cookie but from another site: refused, whatever the CSRF header says.
-    foreign = browser.post("/console/api/undo", json=action,
-                           headers={"x-console-key": key, "origin": "http://evil.test"})  # fmt: skip
+    foreign = browser.post(
+        "/console/api/undo",
+        json=action,
+        headers={"x-console-key": key, "origin": "http://evil.test"},
+    )
     assert foreign.status_code == 403
     assert browser.post("/console/api/undo", json=action).status_code == 403  # no page key
     assert (root / "a.txt").read_text() == "after\n"
@@ -87,8 +98,9 @@ def test_without_an_operator_token_there_is_no_console(tmp_path: Path) -> None:
     server = start(tmp_path, "--token", AGENT)
     try:
         for token in (AGENT, OPERATOR):
-            answer = httpx2.get(f"{server.base}/console/",
-                                headers={"authorization": f"Bearer {token}"})  # fmt: skip
+            answer = httpx2.get(
+                f"{server.base}/console/", headers={"authorization": f"Bearer {token}"}
+            )
             assert answer.status_code == 404, answer.text
     finally:
         assert server.stop() == 0
@@ -99,10 +111,12 @@ def test_without_an_operator_token_there_is_no_console(tmp_path: Path) -> None:
     [
         ({"operator_token": AGENT}, "must differ from every agent credential"),
         ({"operator_token": "short"}, "at least 16 characters"),
-        ({"operator_token": "k" * 20, "api_keys": (("ci", "k" * 20),)},
-         "must differ from every agent credential"),
+        (
+            {"operator_token": "k" * 20, "api_keys": (("ci", "k" * 20),)},
+            "must differ from every agent credential",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_operator_token_an_agent_could_hold_is_refused(tmp_path: Path, extra, says) -> None:
     from agent_workspace_mcp import Settings
     from agent_workspace_mcp.configuration import preflight
@@ -121,12 +135,18 @@ def test_the_operator_restores_a_file_with_a_bearer_token(served: RunningServer)
     entries = httpx2.get(f"{served.base}/console/api/entries", headers=operator).json()["entries"]
     entry = next(e for e in entries if e["tool"] == "write_file")
     (root / "a.txt").write_text("an editor's change since\n")
-    answer = httpx2.post(f"{served.base}/console/api/restore", headers=operator,
-                         json={"path": "a.txt", "before": entry["id"]})  # fmt: skip
+    answer = httpx2.post(
+        f"{served.base}/console/api/restore",
+        headers=operator,
+        json={"path": "a.txt", "before": entry["id"]},
+    )
     assert answer.status_code == 200 and answer.json()["answer"].startswith("Restored"), answer.text
     assert (root / "a.txt").read_text() == "before\n"
-    outside = httpx2.post(f"{served.base}/console/api/restore", headers=operator,
-                          json={"path": "../etc/passwd", "before": entry["id"]})  # fmt: skip
+    outside = httpx2.post(
+        f"{served.base}/console/api/restore",
+        headers=operator,
+        json={"path": "../etc/passwd", "before": entry["id"]},
+    )
     assert outside.status_code == 409 and "outside" in outside.json()["error"]
 
 
@@ -141,21 +161,26 @@ def test_the_operator_undoes_one_sessions_work(served: RunningServer) -> None:
         opened = httpx2.post(served.url, json=INIT, headers=headers)
         session = opened.headers["mcp-session-id"]
         h = headers | {"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
-        httpx2.post(served.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                    headers=h)  # fmt: skip
-        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": "write_file", "arguments": {"path": path, "content": content}}}  # fmt: skip
+        httpx2.post(
+            served.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=h
+        )
+        body = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "write_file", "arguments": {"path": path, "content": content}},
+        }
         assert httpx2.post(served.url, json=body, headers=h).status_code == 200
         return session
 
     first = session_writes("a.txt", "first session\n")
     session_writes("b.txt", "second session\n")
     operator = {"authorization": f"Bearer {OPERATOR}"}
-    entries = httpx2.get(f"{served.base}/console/api/entries", headers=operator,
-                         params={"session": first}).json()["entries"]  # fmt: skip
+    entries = httpx2.get(
+        f"{served.base}/console/api/entries", headers=operator, params={"session": first}
+    ).json()["entries"]
     assert [e["paths"] for e in entries] == [["a.txt"]] and entries[0]["client"]
-    done = httpx2.post(f"{served.base}/console/api/undo", headers=operator,
-                       json={"session": first})  # fmt: skip
+    done = httpx2.post(f"{served.base}/console/api/undo", headers=operator, json={"session": first})
     assert done.status_code == 200, done.text
     assert (root / "a.txt").read_text() == "before\n"
     assert (root / "b.txt").read_text() == "second session\n"
@@ -163,8 +188,9 @@ def test_the_operator_undoes_one_sessions_work(served: RunningServer) -> None:
 
 def test_older_pages_come_from_the_journal_itself(served: RunningServer) -> None:
     operator = {"authorization": f"Bearer {OPERATOR}"}
-    first = httpx2.get(f"{served.base}/console/api/older", headers=operator,
-                       params={"workspace": "default"}).json()  # fmt: skip
+    first = httpx2.get(
+        f"{served.base}/console/api/older", headers=operator, params={"workspace": "default"}
+    ).json()
     assert first["entries"] and first["cursor"] is None  # a small journal: one page
     newest = httpx2.get(f"{served.base}/console/api/entries", headers=operator).json()
     assert [e["id"] for e in first["entries"]] == [e["id"] for e in newest["entries"]]
@@ -182,30 +208,44 @@ def test_a_long_diff_is_paged_and_time_filters_apply(served: RunningServer) -> N
 
     headers = {**MCP_HEADERS, "authorization": f"Bearer {AGENT}"}
     opened = httpx2.post(served.url, json=INIT, headers=headers)
-    headers |= {"mcp-session-id": opened.headers["mcp-session-id"],
-                "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-    httpx2.post(served.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=headers)  # fmt: skip
+    headers |= {
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    httpx2.post(
+        served.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+    )
     content = "".join(f"line {i}\n" for i in range(1000))
-    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "write_file", "arguments": {"path": "long.txt", "content": content}}}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "write_file", "arguments": {"path": "long.txt", "content": content}},
+    }
     assert httpx2.post(served.url, json=body, headers=headers).status_code == 200
     operator = {"authorization": f"Bearer {OPERATOR}"}
     api = f"{served.base}/console/api"
-    entry = next(e for e in httpx2.get(f"{api}/entries", headers=operator).json()["entries"]
-                 if e.get("paths") == ["long.txt"])  # fmt: skip
+    entry = next(
+        e
+        for e in httpx2.get(f"{api}/entries", headers=operator).json()["entries"]
+        if e.get("paths") == ["long.txt"]
+    )
     first = httpx2.get(f"{api}/diff", headers=operator, params={"id": entry["id"]}).json()
     whole = first["files"][0]
     assert len(whole["lines"]) == CONSOLE_DIFF_LINES and whole["plus"] == 1000
     seen, offset = list(whole["lines"]), len(whole["lines"])
     while whole["more"]:
-        whole = httpx2.get(f"{api}/diff", headers=operator, params={
-            "id": entry["id"], "path": "long.txt", "offset": offset}).json()["files"][0]  # fmt: skip
+        whole = httpx2.get(
+            f"{api}/diff",
+            headers=operator,
+            params={"id": entry["id"], "path": "long.txt", "offset": offset},
+        ).json()["files"][0]
         seen += whole["lines"]
         offset += len(whole["lines"])
     assert sum(1 for line in seen if line.startswith("+line ")) == 1000
-    future = httpx2.get(f"{api}/entries", headers=operator,
-                        params={"since": "2999-01-01T00:00:00Z"}).json()  # fmt: skip
+    future = httpx2.get(
+        f"{api}/entries", headers=operator, params={"since": "2999-01-01T00:00:00Z"}
+    ).json()
     assert future["entries"] == []
 
 
@@ -218,16 +258,21 @@ def test_a_jwt_with_the_operator_scope_opens_the_console(tmp_path: Path) -> None
     server = start(tmp_path, "--jwt-secret", secret, "--jwt-audience", "workspace")
 
     def token(scope: str) -> str:
-        claims = {"sub": "alice", "aud": "workspace", "exp": int(clock.time()) + 600,
-                  "scope": scope}  # fmt: skip
+        claims = {
+            "sub": "alice",
+            "aud": "workspace",
+            "exp": int(clock.time()) + 600,
+            "scope": scope,
+        }
         return jwt.encode(claims, secret, algorithm="HS256")
 
     try:
         page = f"{server.base}/console/"
         agent = httpx2.get(page, headers={"authorization": f"Bearer {token('files:read')}"})
         assert agent.status_code == 401
-        operator = httpx2.get(page, headers={
-            "authorization": f"Bearer {token('files:read workspace:operate')}"})  # fmt: skip
+        operator = httpx2.get(
+            page, headers={"authorization": f"Bearer {token('files:read workspace:operate')}"}
+        )
         assert operator.status_code == 200 and "console" in operator.text
     finally:
         assert server.stop() == 0
@@ -243,15 +288,19 @@ def test_a_console_session_holds_across_workers(tmp_path: Path) -> None:
         answers = []
         for _ in range(30):  # a fresh connection each time: the kernel spreads them
             cookies = dict(browser.cookies)
-            answer = httpx2.get(f"{server.base}/console/api/entries", cookies=cookies,
-                                headers={"x-console-key": key, "connection": "close"})  # fmt: skip
+            answer = httpx2.get(
+                f"{server.base}/console/api/entries",
+                cookies=cookies,
+                headers={"x-console-key": key, "connection": "close"},
+            )
             answers.append(answer.status_code)
         assert answers == [200] * 30
         forged = dict(browser.cookies)
         name = next(iter(forged))
         forged[name] = forged[name][:-1] + ("0" if forged[name][-1] != "0" else "1")
-        tampered = httpx2.get(f"{server.base}/console/api/entries", cookies=forged,
-                              headers={"x-console-key": key})  # fmt: skip
+        tampered = httpx2.get(
+            f"{server.base}/console/api/entries", cookies=forged, headers={"x-console-key": key}
+        )
         assert tampered.status_code == 401
     finally:
         assert server.stop() == 0

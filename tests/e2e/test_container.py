@@ -43,10 +43,23 @@ pytestmark = requires(PODMAN_MISSING)
 def image(tmp_path_factory: pytest.TempPathFactory) -> str:
     ensure_base(tmp_path_factory.mktemp("base"))
     run(
-        [*PODMAN, "build", "--format", "docker", "--network", "host", "--build-arg", f"BASE={BASE}",
-         "--secret", f"id=ca_bundle,src={ca_bundle()}", "-t", IMAGE, str(REPO)],
+        [
+            *PODMAN,
+            "build",
+            "--format",
+            "docker",
+            "--network",
+            "host",
+            "--build-arg",
+            f"BASE={BASE}",
+            "--secret",
+            f"id=ca_bundle,src={ca_bundle()}",
+            "-t",
+            IMAGE,
+            str(REPO),
+        ],
         timeout=1800,
-    )  # fmt: skip
+    )
     return IMAGE
 
 
@@ -59,13 +72,32 @@ async def test_the_image_serves_read_only_unprivileged_over_http(
     port = free_port()
     name = f"awm-test-{port}"
     run(
-        [*PODMAN, "run", "-d", "--name", name, *ULIMITS,
-         "--read-only", "--tmpfs", "/tmp", "--user", "10001:10001",
-         "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-         "-p", f"127.0.0.1:{port}:3333", "-v", f"{workspace}:/workspace",
-         "-e", f"MCP_TOKEN={TOKEN}", image],
+        [
+            *PODMAN,
+            "run",
+            "-d",
+            "--name",
+            name,
+            *ULIMITS,
+            "--read-only",
+            "--tmpfs",
+            "/tmp",
+            "--user",
+            "10001:10001",
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            "-p",
+            f"127.0.0.1:{port}:3333",
+            "-v",
+            f"{workspace}:/workspace",
+            "-e",
+            f"MCP_TOKEN={TOKEN}",
+            image,
+        ],
         timeout=120,
-    )  # fmt: skip
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 90

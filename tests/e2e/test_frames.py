@@ -27,15 +27,23 @@ PARSE, INVALID = -32700, -32600
 
 
 def call(request_id: int, tool: str, **arguments) -> bytes:
-    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-               "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
     return json.dumps(message).encode()
 
 
-DEEP = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file",' \
-    b'"arguments":{"path":' + b"[" * 250 + b"]" * 250 + b"}}}"  # fmt: skip
-DEEPER = b'{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"read_file",' \
-    b'"arguments":{"path":' + b"[" * 200_000 + b"]" * 200_000 + b"}}}"  # fmt: skip
+DEEP = (
+    b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_file",'
+    b'"arguments":{"path":' + b"[" * 250 + b"]" * 250 + b"}}}"
+)
+DEEPER = (
+    b'{"jsonrpc":"2.0","id":16,"method":"tools/call","params":{"name":"read_file",'
+    b'"arguments":{"path":' + b"[" * 200_000 + b"]" * 200_000 + b"}}}"
+)
 # (frame, expected code, expected id): the SDK used to drop every one of these silently.
 BAD_FRAMES = [
     (b"hello world", PARSE, None),
@@ -66,10 +74,25 @@ BAD_FRAMES = [
     (b'{"jsonrpc":"2.0","id":18,"method":"ping","params":{"x":"\xff"}}', PARSE, 18),
 ]
 FRAME_IDS = [
-    "garbage", "empty-object", "empty-array", "batch", "not-utf8", "object-id", "bool-id",
-    "no-jsonrpc", "params-list", "method-number", "lone-surrogate", "deep", "huge-method",
-    "huge-id", "not-a-message", "deeper-id-first", "deeper-id-last", "not-utf8-with-id",
-]  # fmt: skip
+    "garbage",
+    "empty-object",
+    "empty-array",
+    "batch",
+    "not-utf8",
+    "object-id",
+    "bool-id",
+    "no-jsonrpc",
+    "params-list",
+    "method-number",
+    "lone-surrogate",
+    "deep",
+    "huge-method",
+    "huge-id",
+    "not-a-message",
+    "deeper-id-first",
+    "deeper-id-last",
+    "not-utf8-with-id",
+]
 
 
 def check_reply(reply: dict, code: int, request_id) -> None:
@@ -83,8 +106,10 @@ class Stdio:
     def __init__(self, root: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.next_id = 1000
         self.pending = b""
         self.send(json.dumps(INIT).encode())
@@ -200,8 +225,11 @@ def test_tool_errors_over_stdio_stay_short(stdio: Stdio) -> None:
 
 # --- HTTP ----------------------------------------------------------------------------
 
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json",
-           "authorization": "Bearer tok-frames-0123456789"}  # fmt: skip
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "authorization": "Bearer tok-frames-0123456789",
+}
 
 
 @pytest.fixture(scope="module")
@@ -211,10 +239,14 @@ def http(tmp_path_factory):
     (root / "a.txt").write_text("alpha\n")
     server = start(root, "--token", "tok-frames-0123456789")
     opened = httpx2.post(server.url, json=INIT, headers=HEADERS)
-    session = {**HEADERS, "mcp-session-id": opened.headers["mcp-session-id"],
-               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-    httpx2.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=session)  # fmt: skip
+    session = {
+        **HEADERS,
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    httpx2.post(
+        server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session
+    )
     yield server, session
     server.stop()
 
@@ -291,16 +323,24 @@ def test_fuzzed_calls_over_stdio_all_get_a_reply(tmp_path_factory) -> None:
         before = snapshot(outside)
 
         @seed(19)
-        @settings(max_examples=STDIO_FUZZ_EXAMPLES, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        @settings(
+            max_examples=STDIO_FUZZ_EXAMPLES,
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
         @given(data=st.data())
         def run(data) -> None:
             for name, plan in plans:
                 args = data.draw(plan, label=name)
                 server.next_id += 1
                 request_id = server.next_id
-                frame = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-                         "params": {"name": name, "arguments": args}}  # fmt: skip
+                frame = {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": args},
+                }
                 server.send(json.dumps(frame).encode())  # ensure_ascii: surrogates escaped
                 reply = server.reply()
                 shown = f"{name}({repr(args)[:200]})"

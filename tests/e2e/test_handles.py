@@ -24,10 +24,23 @@ TASKS = {"io.modelcontextprotocol/tasks": {}}
 def served(tmp_path_factory) -> tuple[RunningServer, Path]:
     root = tmp_path_factory.mktemp("handles")
     (root / "keep.txt").write_text("ann's\n")
-    server = start(root, "--shell", "--shell-allow", "sleep", "--allow-remote-exec", "--confirm", "delete_path",
-                   "--confirm-via", "console", "--operator-token", "op-handles-0123456789",
-                   "--api-key", f"ann={ANN}",
-                   "--api-key", f"bob={BOB}")  # fmt: skip
+    server = start(
+        root,
+        "--shell",
+        "--shell-allow",
+        "sleep",
+        "--allow-remote-exec",
+        "--confirm",
+        "delete_path",
+        "--confirm-via",
+        "console",
+        "--operator-token",
+        "op-handles-0123456789",
+        "--api-key",
+        f"ann={ANN}",
+        "--api-key",
+        f"bob={BOB}",
+    )
     yield server, root
     assert server.stop() == 0
 
@@ -39,15 +52,26 @@ def call(server: RunningServer, key: str, tool: str, **arguments) -> str:
 
 def test_a_session_is_its_openers(served) -> None:
     server, _ = served
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "ann", "version": "1"}}}  # fmt: skip
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "ann", "version": "1"},
+        },
+    }
     headers = {"accept": "application/json, text/event-stream", "authorization": f"Bearer {ANN}"}
     opened = httpx2.post(server.url, json=init, headers=headers)
     session = opened.headers["mcp-session-id"]
     ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-    as_bob = {**headers, "authorization": f"Bearer {BOB}", "mcp-session-id": session,
-              "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    as_bob = {
+        **headers,
+        "authorization": f"Bearer {BOB}",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+    }
     assert httpx2.post(server.url, json=ping, headers=as_bob).status_code == 404
     assert httpx2.delete(server.url, headers=as_bob).status_code == 404
     as_ann = {**as_bob, "authorization": f"Bearer {ANN}"}

@@ -39,13 +39,21 @@ def keyed(tmp_path_factory) -> RunningServer:
     audit = root.parent / "audit.jsonl"
     server = start(
         root,
-        "--api-key", "alice=tok-alice-0123456789",
-        "--api-key", "bob=tok-bob-0123456789",
-        "--token", "tok-static-0123456789",
-        "--cors-origin", "https://app.example",
-        "--shell", "--shell-allow", "sleep", "--allow-remote-exec",
-        "--audit-log", str(audit),
-    )  # fmt: skip
+        "--api-key",
+        "alice=tok-alice-0123456789",
+        "--api-key",
+        "bob=tok-bob-0123456789",
+        "--token",
+        "tok-static-0123456789",
+        "--cors-origin",
+        "https://app.example",
+        "--shell",
+        "--shell-allow",
+        "sleep",
+        "--allow-remote-exec",
+        "--audit-log",
+        str(audit),
+    )
     server.root = root  # type: ignore[attr-defined]
     server.audit = audit  # type: ignore[attr-defined]
     yield server
@@ -59,10 +67,23 @@ def test_the_start_up_line_comes_once_the_port_is_bound(keyed: RunningServer, tm
     assert " INFO " not in keyed.stderr() and "INFO:" not in keyed.stderr(), keyed.stderr()
     # The same port again: one error, no false "serving" line, a non-zero exit.
     busy = subprocess.run(
-        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(tmp_path), "--http",
-         "--port", str(keyed.port), "--token", "tok-0123456789abcdef"],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "agent_workspace_mcp",
+            "--root",
+            str(tmp_path),
+            "--http",
+            "--port",
+            str(keyed.port),
+            "--token",
+            "tok-0123456789abcdef",
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert busy.returncode != 0 and "serving" not in busy.stderr
 
 
@@ -93,10 +114,12 @@ def test_missing_bad_or_query_string_tokens_get_401(
     # The body says what is missing, in one short JSON sentence.
     auth = headers.get("authorization", "")
     expected = (
-        "invalid_token" if auth.startswith("Bearer")
-        else "the Authorization header must be 'Bearer TOKEN'" if auth
+        "invalid_token"
+        if auth.startswith("Bearer")
+        else "the Authorization header must be 'Bearer TOKEN'"
+        if auth
         else "missing credentials: send Authorization"
-    )  # fmt: skip
+    )
     assert answer.json()["error"].startswith(expected), answer.text
     if expected == "invalid_token":  # issue 29: what to do, not FastMCP's OAuth advice
         said = answer.json()["error_description"]
@@ -156,10 +179,14 @@ def test_allowed_origins_and_cors(keyed: RunningServer) -> None:
         listed.status_code == 200
         and listed.headers["access-control-allow-origin"] == "https://app.example"
     )
-    preflight = httpx2.options(keyed.url, headers={
-        "origin": "https://app.example", "access-control-request-method": "POST",
-        "access-control-request-headers": "authorization,content-type,mcp-session-id",
-    })  # fmt: skip
+    preflight = httpx2.options(
+        keyed.url,
+        headers={
+            "origin": "https://app.example",
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "authorization,content-type,mcp-session-id",
+        },
+    )
     assert preflight.status_code == 200
     assert "POST" in preflight.headers["access-control-allow-methods"]
     denied = httpx2.options(
@@ -181,8 +208,12 @@ def test_sessions_are_bound_to_their_subject_and_can_be_ended(keyed: RunningServ
     opened = open_session(keyed, "tok-alice-0123456789")
     session = opened.headers["mcp-session-id"]
     ping = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
-    as_alice = {**MCP_HEADERS, "authorization": "Bearer tok-alice-0123456789", "mcp-session-id": session,
-                "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    as_alice = {
+        **MCP_HEADERS,
+        "authorization": "Bearer tok-alice-0123456789",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+    }
     httpx2.post(
         keyed.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=as_alice
     )
@@ -222,10 +253,17 @@ async def test_subpath_confines_the_session(keyed: RunningServer) -> None:
         assert answer.status_code == 400, bad
     opened = open_session(keyed, token, **{"x-workspace-subpath": "sub"})
     session = opened.headers["mcp-session-id"]
-    changed = httpx2.post(keyed.url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}, headers={
-        **MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
-        "mcp-protocol-version": "2025-11-25", "x-workspace-subpath": "sub/deeper",
-    })  # fmt: skip
+    changed = httpx2.post(
+        keyed.url,
+        json={"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}},
+        headers={
+            **MCP_HEADERS,
+            "authorization": f"Bearer {token}",
+            "mcp-session-id": session,
+            "mcp-protocol-version": "2025-11-25",
+            "x-workspace-subpath": "sub/deeper",
+        },
+    )
     assert changed.status_code == 400 and "fixed when the session opens" in changed.text
 
 
@@ -255,10 +293,18 @@ def swap_target(keyed: RunningServer, tmp_path: Path) -> tuple[Path, Path]:
 def session_call(server: RunningServer, token: str, session: str, tool: str, arguments: dict):
     """One tools/call on an open session, as a client sends it after `initialize`: with the
     session id and without repeating x-workspace-subpath. Returns (is_error, text)."""
-    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
-               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": tool, "arguments": arguments}}  # fmt: skip
+    headers = {
+        **MCP_HEADERS,
+        "authorization": f"Bearer {token}",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+    }
+    body = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
     answer = httpx2.post(server.url, json=body, headers=headers)
     assert answer.status_code == 200, answer.text
     data = next(line[5:] for line in answer.text.splitlines() if line.startswith("data:"))
@@ -271,10 +317,15 @@ def initialized_session(server: RunningServer, token: str, subpath: str) -> str:
     session = open_session(server, token, **{"x-workspace-subpath": subpath}).headers[
         "mcp-session-id"
     ]
-    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-session-id": session,
-               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-    httpx2.post(server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                headers=headers)  # fmt: skip
+    headers = {
+        **MCP_HEADERS,
+        "authorization": f"Bearer {token}",
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+    }
+    httpx2.post(
+        server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+    )
     return session
 
 
@@ -291,8 +342,11 @@ def test_subpath_session_refuses_a_directory_replaced_by_another_real_one(
     swap.rename(swap.parent / "swap-real")
     swap.mkdir()
     (swap / "inner.txt").write_text("an impostor\n")
-    for tool, arguments in [("read_file", {"path": "inner.txt"}), ("list_files", {}),
-                            ("write_file", {"path": "new.txt", "content": "x"})]:  # fmt: skip
+    for tool, arguments in [
+        ("read_file", {"path": "inner.txt"}),
+        ("list_files", {}),
+        ("write_file", {"path": "new.txt", "content": "x"}),
+    ]:
         is_error, text = session_call(keyed, token, session, tool, arguments)
         assert is_error and "moved or replaced" in text and "impostor" not in text, (tool, text)
     assert sorted(p.name for p in swap.iterdir()) == ["inner.txt"]
@@ -334,8 +388,12 @@ async def test_subpath_session_sees_only_its_folder_in_git(keyed: RunningServer)
     (proj / "mine" / "a.txt").write_text("a\n")
     (proj / "sibling" / "b.txt").write_text("sibling v1\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@x.invalid",
-               GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@x.invalid")  # fmt: skip
+    env.update(
+        GIT_AUTHOR_NAME="T",
+        GIT_AUTHOR_EMAIL="t@x.invalid",
+        GIT_COMMITTER_NAME="T",
+        GIT_COMMITTER_EMAIL="t@x.invalid",
+    )
     for args in (["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "c"]):
         subprocess.run(["git", "-C", str(proj), *args], check=True, env=env, capture_output=True)
     (proj / "sibling" / "b.txt").write_text("SIBLING-SECRET\n")
@@ -410,8 +468,15 @@ def jwt_server(tmp_path_factory, rsa_keys) -> RunningServer:
     _, _, public = rsa_keys
     root = tmp_path_factory.mktemp("jwt") / "ws"
     root.mkdir()
-    server = start(root, "--jwt-public-key", str(public), "--jwt-issuer", "https://issuer.example",
-                   "--jwt-audience", "agent-workspace")  # fmt: skip
+    server = start(
+        root,
+        "--jwt-public-key",
+        str(public),
+        "--jwt-issuer",
+        "https://issuer.example",
+        "--jwt-audience",
+        "agent-workspace",
+    )
     yield server
     server.stop()
 
@@ -650,8 +715,9 @@ def test_a_busy_port_is_named_with_the_flag_to_change(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         for extra in ((), ("--workers", "2")):
-            out = run_cli(tmp_path, "--http", "--token", "tok-busy-0123456789", "--port",
-                          str(port), *extra)  # fmt: skip
+            out = run_cli(
+                tmp_path, "--http", "--token", "tok-busy-0123456789", "--port", str(port), *extra
+            )
             assert out.returncode == 2
             last = out.stderr.strip().splitlines()[-1]
             assert last == (
@@ -667,16 +733,31 @@ def test_the_rate_limit_is_per_subject(tmp_path: Path) -> None:
     untouched."""
     root = tmp_path / "ws"
     root.mkdir()
-    server = start(root, "--api-key", "alice=tok-alice-0123456789",
-                   "--api-key", "bob=tok-bob-0123456789", "--rate-limit", "1")  # fmt: skip
+    server = start(
+        root,
+        "--api-key",
+        "alice=tok-alice-0123456789",
+        "--api-key",
+        "bob=tok-bob-0123456789",
+        "--rate-limit",
+        "1",
+    )
     try:
 
         def calls(token: str, count: int) -> list[bool]:
             session = open_session(server, token).headers["mcp-session-id"]
-            headers = {**MCP_HEADERS, "authorization": f"Bearer {token}",
-                       "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}  # fmt: skip
-            body = {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                    "params": {"name": "workspace_list", "arguments": {}}}  # fmt: skip
+            headers = {
+                **MCP_HEADERS,
+                "authorization": f"Bearer {token}",
+                "mcp-session-id": session,
+                "mcp-protocol-version": "2025-11-25",
+            }
+            body = {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "workspace_list", "arguments": {}},
+            }
             limited = []
             for _ in range(count):
                 text = httpx2.post(server.url, json=body, headers=headers).text
@@ -697,12 +778,22 @@ def test_a_bad_subpath_is_named_by_its_header_sessionless_too(
     request, the per-call middleware); one function now parses it and names it."""
     token = "tok-alice-0123456789"
     opened = open_session(keyed, token, **{"x-workspace-subpath": subpath})
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "list_files", "arguments": {}}}  # fmt: skip
-    sessionless = httpx2.post(keyed.url, json=body, headers={
-        **MCP_HEADERS, "authorization": f"Bearer {token}", "mcp-protocol-version": "2026-07-28",
-        "x-workspace-subpath": subpath,
-    })  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "list_files", "arguments": {}},
+    }
+    sessionless = httpx2.post(
+        keyed.url,
+        json=body,
+        headers={
+            **MCP_HEADERS,
+            "authorization": f"Bearer {token}",
+            "mcp-protocol-version": "2026-07-28",
+            "x-workspace-subpath": subpath,
+        },
+    )
     for answer in (opened, sessionless):
         assert answer.status_code == 400, answer.text
         assert answer.json()["error"].startswith("x-workspace-subpath: "), answer.text

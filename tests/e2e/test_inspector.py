@@ -45,8 +45,7 @@ TOOL_IS_ERROR = 5  # the Inspector CLI's exit code for a tool answer with isErro
 def run_inspector(inspector: list[str], *args: str, code: int = 0) -> dict:
     env = {**os.environ, "PATH": f"{Path(inspector[0]).parent}:{os.environ['PATH']}"}
     env["MCP_CATALOG_PATH"] = str(CACHE / "catalog.json")  # not the user's ~/.mcp-inspector
-    out = subprocess.run([*inspector, *args], capture_output=True, text=True, timeout=120,
-                         env=env)  # fmt: skip
+    out = subprocess.run([*inspector, *args], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == code, (
         f"inspector {args} exited {out.returncode}:\n{out.stdout}\n{out.stderr}"
     )
@@ -59,18 +58,36 @@ def exercise(inspector: list[str], target: list[str]) -> None:
     assert {"read_file", "write_file", "edit_file", "grep", "list_files"} <= names
     assert all(tool["description"] and tool["inputSchema"]["type"] == "object" for tool in tools)
 
-    called = run_inspector(inspector, *target, "--method", "tools/call",
-                           "--tool-name", "read_file", "--tool-arg", "path=hello.txt")  # fmt: skip
+    called = run_inspector(
+        inspector,
+        *target,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_file",
+        "--tool-arg",
+        "path=hello.txt",
+    )
     assert called["isError"] is False
     assert called["content"][0]["text"].startswith("1: hello from the inspector\n(sha256 ")
 
-    refused = run_inspector(inspector, *target, "--method", "tools/call",
-                            "--tool-name", "read_file", "--tool-arg", "path=../x", code=TOOL_IS_ERROR)  # fmt: skip
+    refused = run_inspector(
+        inspector,
+        *target,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_file",
+        "--tool-arg",
+        "path=../x",
+        code=TOOL_IS_ERROR,
+    )
     assert refused["isError"] is True
     assert refused["content"][0]["text"] == "path outside workspace root: ../x"
 
-    read = run_inspector(inspector, *target, "--method", "resources/read",
-                         "--uri", "resource://skills")  # fmt: skip
+    read = run_inspector(
+        inspector, *target, "--method", "resources/read", "--uri", "resource://skills"
+    )
     assert "workspace-session — " in read["contents"][0]["text"]
 
     prompts = run_inspector(inspector, *target, "--method", "prompts/list")["prompts"]
@@ -92,14 +109,19 @@ def test_inspector_over_stdio(inspector: list[str], project: Path) -> None:
 def test_inspector_over_http_with_a_bearer_token(inspector: list[str], project: Path) -> None:
     server: RunningServer = start(project, "--token", TOKEN)
     try:
-        exercise(inspector, [server.url, "--transport", "http",
-                             "--header", f"Authorization: Bearer {TOKEN}"])  # fmt: skip
+        exercise(
+            inspector,
+            [server.url, "--transport", "http", "--header", f"Authorization: Bearer {TOKEN}"],
+        )
         env = {**os.environ, "PATH": f"{Path(inspector[0]).parent}:{os.environ['PATH']}"}
         env["MCP_CATALOG_PATH"] = str(CACHE / "catalog.json")
         denied = subprocess.run(
             [*inspector, server.url, "--transport", "http", "--method", "tools/list"],
-            capture_output=True, text=True, timeout=120, env=env,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
         assert denied.returncode != 0 and "read_file" not in denied.stdout
     finally:
         assert server.stop() == 0

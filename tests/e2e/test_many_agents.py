@@ -29,8 +29,12 @@ from tests.e2e.http_server import start
 pytestmark = pytest.mark.slow
 
 SECONDS = float(os.environ.get("AWM_STRESS_SECONDS", "30"))
-HTTP_AGENTS = {"ann": "tok-ann-0123456789ab", "bob": "tok-bob-0123456789ab",
-               "cat": "tok-cat-0123456789ab", "dan": "tok-dan-0123456789ab"}  # fmt: skip
+HTTP_AGENTS = {
+    "ann": "tok-ann-0123456789ab",
+    "bob": "tok-bob-0123456789ab",
+    "cat": "tok-cat-0123456789ab",
+    "dan": "tok-dan-0123456789ab",
+}
 SHARED = [f"shared/{n}.txt" for n in range(3)]
 LOOP_ON_OWN_ONLY = "dan"  # works beside the others on its own files: undone alone at the end
 
@@ -72,8 +76,9 @@ class Agent:
             if tool == "write_file":
                 ok, answer = await self.call(tool, path=path, content=text + line + "\n")
             elif tool == "edit_file":
-                ok, answer = await self.call(tool, path=path, oldString=last,
-                                             newString=f"{last}\n{line}")  # fmt: skip
+                ok, answer = await self.call(
+                    tool, path=path, oldString=last, newString=f"{last}\n{line}"
+                )
             else:
                 edit = {"path": path, "oldString": last, "newString": f"{last}\n{line}"}
                 ok, answer = await self.call(tool, edits=[edit])
@@ -85,8 +90,11 @@ class Agent:
 
 
 def tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.txt"))
-            if ".workspace-mcp" not in p.parts}  # fmt: skip
+    return {
+        str(p.relative_to(root)): p.read_text()
+        for p in sorted(root.rglob("*.txt"))
+        if ".workspace-mcp" not in p.parts
+    }
 
 
 async def test_many_agents_lose_no_update_and_undo_alone(tmp_path: Path) -> None:
@@ -98,10 +106,13 @@ async def test_many_agents_lose_no_update_and_undo_alone(tmp_path: Path) -> None
     server = start(root, "--workers", "2", *keys, log_dir=tmp_path)
     try:
         clients = {
-            name: Client(StreamableHttpTransport(server.url), auth=key,
-                         client_info=Implementation(name=f"{name}-agent", version="1.0"))
+            name: Client(
+                StreamableHttpTransport(server.url),
+                auth=key,
+                client_info=Implementation(name=f"{name}-agent", version="1.0"),
+            )
             for name, key in HTTP_AGENTS.items()
-        }  # fmt: skip
+        }
         clients["sam"] = Client(
             StdioTransport(sys.executable, ["-m", "agent_workspace_mcp", "--root", str(root)]),
             client_info=Implementation(name="sam-agent", version="1.0"),
@@ -117,16 +128,21 @@ async def test_many_agents_lose_no_update_and_undo_alone(tmp_path: Path) -> None
             final = tree(root)
 
             # Zero lost updates: every line a successful write added is still there.
-            lost = [(a.name, path, line) for a in agents.values() for path, line in a.added
-                    if line not in final[path]]  # fmt: skip
+            lost = [
+                (a.name, path, line)
+                for a in agents.values()
+                for path, line in a.added
+                if line not in final[path]
+            ]
             assert lost == []
             assert all(a.added for a in agents.values())
             assert sum(len(a.refusals) for a in agents.values()) > 0  # the race really ran
 
             # Every refusal names another agent's session (never "outside the server").
             journal = [json.loads(x) for x in (root / ".workspace-mcp/journal.jsonl").open()]
-            sessions = {e["client"].removesuffix("-agent"): e["session"] for e in journal
-                        if e.get("client")}  # fmt: skip
+            sessions = {
+                e["client"].removesuffix("-agent"): e["session"] for e in journal if e.get("client")
+            }
             assert len(set(sessions.values())) == 5, sessions
             for one in agents.values():
                 for refusal in one.refusals:
@@ -155,5 +171,7 @@ async def test_many_agents_lose_no_update_and_undo_alone(tmp_path: Path) -> None
     finally:
         assert server.stop() == 0
     calls = sum(a.calls for a in agents.values())
-    print(f"{calls} calls, {sum(len(a.refusals) for a in agents.values())} refusals, "
-          f"{sum(len(a.added) for a in agents.values())} lines added")  # fmt: skip
+    print(
+        f"{calls} calls, {sum(len(a.refusals) for a in agents.values())} refusals, "
+        f"{sum(len(a.added) for a in agents.values())} lines added"
+    )

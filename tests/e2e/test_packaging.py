@@ -55,17 +55,36 @@ def test_the_wheel_alone_runs_check(dist: Path, tmp_path: Path) -> None:
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
     wheel = next(dist.glob("*.whl"))
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
-         str(wheel)])  # fmt: skip
-    site = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
-                .stdout.strip())  # fmt: skip
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "-q",
+            "--no-deps",
+            str(wheel),
+        ]
+    )
+    site = Path(
+        run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"]
+        ).stdout.strip()
+    )
     (site / "test-dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
 
     where = run([str(python), "-c", "import agent_workspace_mcp as m; print(m.__file__)"])
     assert where.stdout.startswith(str(site)), where.stdout
-    shipped = run([str(python), "-c",
-                   "from agent_workspace_mcp.core.skills import builtin_skills as b; "
-                   "print(' '.join(s.name for s in b()))"])  # fmt: skip
+    shipped = run(
+        [
+            str(python),
+            "-c",
+            "from agent_workspace_mcp.core.skills import builtin_skills as b; "
+            "print(' '.join(s.name for s in b()))",
+        ]
+    )
     assert shipped.stdout.split() == ["change-workflow", "workspace-session"]
 
     project = tmp_path / "project"

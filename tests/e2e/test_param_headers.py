@@ -21,20 +21,34 @@ def served(tmp_path_factory) -> RunningServer:
     (base / "api").mkdir()
     (base / "main" / "f.txt").write_text("in main\n")
     (base / "api" / "f.txt").write_text("in api\n")
-    server = start(base / "main", "--workspace", f"api={base / 'api'}", "--token", KEY,
-                   log_dir=base)  # fmt: skip
+    server = start(
+        base / "main", "--workspace", f"api={base / 'api'}", "--token", KEY, log_dir=base
+    )
     yield server
     assert server.stop() == 0
 
 
 def call(server: RunningServer, workspace: str, header: str | None) -> httpx2.Response:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "read_file", "arguments": {"path": "f.txt", "workspace": workspace},
-        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                  "io.modelcontextprotocol/clientCapabilities": {}}}}  # fmt: skip
-    headers = {"authorization": f"Bearer {KEY}", "accept": "application/json, text/event-stream",
-               "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
-               "mcp-name": "read_file"}  # fmt: skip
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {
+            "name": "read_file",
+            "arguments": {"path": "f.txt", "workspace": workspace},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    }
+    headers = {
+        "authorization": f"Bearer {KEY}",
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "read_file",
+    }
     if header is not None:
         headers["mcp-param-workspace"] = header
     return httpx2.post(server.url, json=body, headers=headers, timeout=10)
@@ -64,8 +78,14 @@ def test_a_fresh_process_checks_the_header_before_any_listing(tmp_path) -> None:
     (tmp_path / "api").mkdir()
     (tmp_path / "api" / "f.txt").write_text("in api\n")
     (tmp_path / "main" / "f.txt").write_text("in main\n")
-    server = start(tmp_path / "main", "--workspace", f"api={tmp_path / 'api'}", "--token", KEY,
-                   log_dir=tmp_path)  # fmt: skip
+    server = start(
+        tmp_path / "main",
+        "--workspace",
+        f"api={tmp_path / 'api'}",
+        "--token",
+        KEY,
+        log_dir=tmp_path,
+    )
     try:
         wrong = call(server, "api", "default")  # the very first request of the process
         assert wrong.status_code == 400 and "in api" not in wrong.text, wrong.text

@@ -45,18 +45,26 @@ async def test_persona_profile(tmp_path: Path) -> None:
         error, text = await call(client, "read", path="img.bin")
         assert not error and text.endswith(base64.b64encode(b"\x00\x01binary\xff").decode())
         error, text = await call(
-            client, "edit", path=str(target),
-            edits=[{"old_string": "one", "new_string": "1"},
-                   {"old_string": "1\ntwo", "new_string": "1\n2"}],
-        )  # fmt: skip
+            client,
+            "edit",
+            path=str(target),
+            edits=[
+                {"old_string": "one", "new_string": "1"},
+                {"old_string": "1\ntwo", "new_string": "1\n2"},
+            ],
+        )
         assert not error, text
         assert target.read_text() == "1\n2\nthree\n"
         # All or nothing: the second edit fails, the first is not written either.
         error, text = await call(
-            client, "edit", path=str(target),
-            edits=[{"old_string": "three", "new_string": "3"},
-                   {"old_string": "missing", "new_string": "x"}],
-        )  # fmt: skip
+            client,
+            "edit",
+            path=str(target),
+            edits=[
+                {"old_string": "three", "new_string": "3"},
+                {"old_string": "missing", "new_string": "x"},
+            ],
+        )
         assert error and "edit[1] failed" in text and target.read_text() == "1\n2\nthree\n"
         error, text = await call(client, "bash", command="echo $((6*7)) && pwd")
         assert not error and "42" in text
@@ -87,10 +95,15 @@ def test_profile_defaults_yield_to_explicit_settings() -> None:
         ["--profile", "persona"], {"WORKSPACE_MCP_UNCONFINED": "false"}, NO_DOTENV
     )
     assert explicit.unconfined is False
-    coding = settings_from_sources([], {"WORKSPACE_MCP_PROFILE": "coding-agent",
-                                        "CODING_AGENT_MCP_API_KEYS": "ci=tok-1234567890",
-                                        "CODING_AGENT_MCP_EXECUTION_BACKEND": "local"},
-                                   NO_DOTENV)  # fmt: skip
+    coding = settings_from_sources(
+        [],
+        {
+            "WORKSPACE_MCP_PROFILE": "coding-agent",
+            "CODING_AGENT_MCP_API_KEYS": "ci=tok-1234567890",
+            "CODING_AGENT_MCP_EXECUTION_BACKEND": "local",
+        },
+        NO_DOTENV,
+    )
     assert coding.tasks is True and coding.allow_remote_exec is True
     assert coding.api_keys == (("ci", "tok-1234567890"),)
 
@@ -98,8 +111,10 @@ def test_profile_defaults_yield_to_explicit_settings() -> None:
 def test_list_profiles_prints_one_line_each() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "agent_workspace_mcp", "--list-profiles"],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     lines = out.stdout.strip().splitlines()
     assert out.returncode == 0 and len(lines) == len(PROFILES)
     assert lines[1] == "persona (persona-mcp-workspace.md): read, write, edit, bash, skill"

@@ -29,8 +29,12 @@ from tests.e2e.npm import installed
 
 pytestmark = pytest.mark.slow
 
-PACKAGES = ["node@22", "@anthropic-ai/claude-code@2.1.332", "@openai/codex@0.171.0",
-            "opencode-ai@1.18.33"]  # fmt: skip
+PACKAGES = [
+    "node@22",
+    "@anthropic-ai/claude-code@2.1.332",
+    "@openai/codex@0.171.0",
+    "opencode-ai@1.18.33",
+]
 CLI = [sys.executable, "-m", "agent_workspace_mcp"]
 TOKEN = "tok-real-clients-0123456789"
 CORE = {"read_file", "write_file", "edit_file", "grep", "list_files"}
@@ -51,12 +55,22 @@ def project(tmp_path: Path) -> Path:
 
 def client_env(bin_dir: Path, home: Path, token: str | None) -> dict[str, str]:
     home.mkdir(exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "OPENAI",
-                                                                   "ANTHROPIC", "OPENCODE"))}  # fmt: skip
-    env.update(HOME=str(home), PATH=f"{bin_dir}:{env['PATH']}", XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_DATA_HOME=str(home / ".local/share"), XDG_CACHE_HOME=str(home / ".cache"),
-               XDG_STATE_HOME=str(home / ".local/state"), CODEX_HOME=str(home / ".codex"),
-               DISABLE_AUTOUPDATER="1", NO_COLOR="1")  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CLAUDE", "CODEX", "OPENAI", "ANTHROPIC", "OPENCODE"))
+    }
+    env.update(
+        HOME=str(home),
+        PATH=f"{bin_dir}:{env['PATH']}",
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local/share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local/state"),
+        CODEX_HOME=str(home / ".codex"),
+        DISABLE_AUTOUPDATER="1",
+        NO_COLOR="1",
+    )
     env.pop("AGENT_WORKSPACE_TOKEN", None)
     if token is not None:
         env["AGENT_WORKSPACE_TOKEN"] = token
@@ -65,8 +79,9 @@ def client_env(bin_dir: Path, home: Path, token: str | None) -> dict[str, str]:
 
 def config(client: str, *args: str) -> tuple[str, list[str]]:
     """What `config` prints: the entry (stdout) and its advice lines (stderr)."""
-    out = subprocess.run([*CLI, "config", client, *args], capture_output=True, text=True,
-                         timeout=60)  # fmt: skip
+    out = subprocess.run(
+        [*CLI, "config", client, *args], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     advice = [line.removeprefix("agent-workspace-mcp: ") for line in out.stderr.splitlines()]
     return out.stdout, advice
@@ -79,9 +94,13 @@ class HttpServer:
         line = next(a for a in advice if a.startswith("start the server with: "))
         command = line.removeprefix("start the server with: ")
         env = {**os.environ, "AGENT_WORKSPACE_TOKEN": TOKEN}
-        self.proc = subprocess.Popen(["bash", "-c", f"exec {command}"], env=env,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=log.open("w"))  # fmt: skip
+        self.proc = subprocess.Popen(
+            ["bash", "-c", f"exec {command}"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log.open("w"),
+        )
         deadline = time.monotonic() + 30
         while "listening" not in log.read_text() and "serving" not in log.read_text():
             assert self.proc.poll() is None, log.read_text()
@@ -114,13 +133,24 @@ def test_claude_code(bin_dir: Path, project: Path, tmp_path: Path, transport: st
     entry, server = entry_for("claude-code", project, transport, tmp_path)
     try:
         home = tmp_path / "home"
-        added = subprocess.run(["bash", "-c", entry], cwd=project, capture_output=True,
-                               text=True, timeout=120, env=client_env(bin_dir, home, None))  # fmt: skip
+        added = subprocess.run(
+            ["bash", "-c", entry],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=client_env(bin_dir, home, None),
+        )
         assert added.returncode == 0, added.stdout + added.stderr
         for token, connected in ((TOKEN, True), ("not-the-token", transport == "stdio")):
-            got = subprocess.run(["claude", "mcp", "get", "agent-workspace"], cwd=project,
-                                 capture_output=True, text=True, timeout=120,
-                                 env=client_env(bin_dir, home, token))  # fmt: skip
+            got = subprocess.run(
+                ["claude", "mcp", "get", "agent-workspace"],
+                cwd=project,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=client_env(bin_dir, home, token),
+            )
             assert ("✔ Connected" in got.stdout) is connected, got.stdout + got.stderr
         assert TOKEN not in (home / ".claude.json").read_text()  # read at connect time
         # Its MCP log records what the server offered.
@@ -136,9 +166,15 @@ def test_claude_code(bin_dir: Path, project: Path, tmp_path: Path, transport: st
 
 def codex_status(bin_dir: Path, home: Path, token: str | None) -> dict:
     """Codex's own view of its MCP servers, through its app-server protocol."""
-    proc = subprocess.Popen(["codex", "app-server"], cwd=home, env=client_env(bin_dir, home, token),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        ["codex", "app-server"],
+        cwd=home,
+        env=client_env(bin_dir, home, token),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
 
@@ -194,8 +230,14 @@ def test_opencode(bin_dir: Path, project: Path, tmp_path: Path, transport: str) 
         (project / "opencode.json").write_text(entry)
         home = tmp_path / "home"
         for token, connected in ((TOKEN, True), ("not-the-token", transport == "stdio")):
-            got = subprocess.run(["opencode", "mcp", "list"], cwd=project, capture_output=True,
-                                 text=True, timeout=120, env=client_env(bin_dir, home, token))  # fmt: skip
+            got = subprocess.run(
+                ["opencode", "mcp", "list"],
+                cwd=project,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=client_env(bin_dir, home, token),
+            )
             screen = re.sub(r"\x1b\[[0-9;]*m", "", got.stdout + got.stderr)
             assert bool(re.search(r"✓ agent-workspace\s+connected", screen)) is connected, screen
     finally:

@@ -24,9 +24,12 @@ from tests.e2e.browser import CHROMIUM, needs_browser, sync_playwright
 pytestmark = [pytest.mark.slow, needs_browser]
 
 HOST_PACKAGES = [
-    "@modelcontextprotocol/ext-apps@2.0.4", "@modelcontextprotocol/core@2.4.0",
-    "@modelcontextprotocol/client@2.4.0", "zod@4.6.7", "esbuild@0.28.2",
-]  # fmt: skip
+    "@modelcontextprotocol/ext-apps@2.0.4",
+    "@modelcontextprotocol/core@2.4.0",
+    "@modelcontextprotocol/client@2.4.0",
+    "zod@4.6.7",
+    "esbuild@0.28.2",
+]
 ENTRY = """import { AppBridge, PostMessageTransport } from "@modelcontextprotocol/ext-apps/app-bridge";
 window.AppBridge = AppBridge;
 window.PostMessageTransport = PostMessageTransport;
@@ -59,9 +62,19 @@ def host_bundle() -> str:
     (work / "entry.js").write_text(ENTRY)
     out = work / "host.js"
     if not out.exists():
-        subprocess.run([str(bin_dir / "esbuild"), "entry.js", "--bundle", "--format=iife",
-                        f"--outfile={out.name}"], cwd=work, check=True, capture_output=True,
-                       timeout=120)  # fmt: skip
+        subprocess.run(
+            [
+                str(bin_dir / "esbuild"),
+                "entry.js",
+                "--bundle",
+                "--format=iife",
+                f"--outfile={out.name}",
+            ],
+            cwd=work,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
     return out.read_text()
 
 
@@ -108,8 +121,9 @@ def test_the_panel_shows_the_sessions_diffs_and_undoes_one_file(tmp_path: Path) 
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1000, "height": 700})
-            page.expose_function("pyCallTool",
-                                 lambda name, args: json.dumps(conn.call(name, json.loads(args))))  # fmt: skip
+            page.expose_function(
+                "pyCallTool", lambda name, args: json.dumps(conn.call(name, json.loads(args)))
+            )
             page.set_content(HOST_PAGE % {"bundle": bundle})
             page.evaluate("([h, r]) => window.startHost(h, {}, r)", [panel.text, result])
             page.wait_for_function("window.hostReady === true", timeout=10_000)

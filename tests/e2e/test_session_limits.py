@@ -15,9 +15,16 @@ from tests.e2e.http_server import RunningServer, start
 FIRST = "tok-first-0123456789"
 SECOND = "tok-second-012345678"
 ACCEPT = "application/json, text/event-stream"
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "0"}}}  # fmt: skip
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 CAP = 8  # --sessions-per-credential (issue 44: a setting, not only a constant)
 
@@ -25,9 +32,17 @@ CAP = 8  # --sessions-per-credential (issue 44: a setting, not only a constant)
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> RunningServer:
     root = tmp_path_factory.mktemp("sessions")
-    server = start(root, "--api-key", f"first={FIRST}", "--api-key", f"second={SECOND}",
-                   "--session-idle-timeout", "3",
-                   "--sessions-per-credential", str(CAP))  # fmt: skip
+    server = start(
+        root,
+        "--api-key",
+        f"first={FIRST}",
+        "--api-key",
+        f"second={SECOND}",
+        "--session-idle-timeout",
+        "3",
+        "--sessions-per-credential",
+        str(CAP),
+    )
     yield server
     assert server.stop() == 0
 
@@ -38,8 +53,12 @@ def open_session(server: RunningServer, key: str) -> httpx2.Response:
 
 
 def use(server: RunningServer, key: str, session: str, method: str = "POST") -> httpx2.Response:
-    headers = {"authorization": f"Bearer {key}", "accept": ACCEPT, "mcp-session-id": session,
-               "mcp-protocol-version": "2025-11-25"}  # fmt: skip
+    headers = {
+        "authorization": f"Bearer {key}",
+        "accept": ACCEPT,
+        "mcp-session-id": session,
+        "mcp-protocol-version": "2025-11-25",
+    }
     if method == "DELETE":
         return httpx2.delete(server.url, headers=headers, timeout=10)
     return httpx2.post(server.url, json=LIST, headers=headers, timeout=10)
@@ -71,13 +90,27 @@ def test_sessions_are_capped_per_credential(served: RunningServer) -> None:
     )
     # Another credential is not affected, nor are sessionless 2026-07-28 requests.
     assert open_session(served, SECOND).status_code == 200
-    discover = httpx2.post(served.url, headers={
-        "authorization": f"Bearer {FIRST}", "accept": ACCEPT,
-        "mcp-protocol-version": "2026-07-28", "mcp-method": "server/discover"},
-        json={"jsonrpc": "2.0", "id": 3, "method": "server/discover", "params": {"_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {}}}},
-        timeout=10)  # fmt: skip
+    discover = httpx2.post(
+        served.url,
+        headers={
+            "authorization": f"Bearer {FIRST}",
+            "accept": ACCEPT,
+            "mcp-protocol-version": "2026-07-28",
+            "mcp-method": "server/discover",
+        },
+        json={
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "server/discover",
+            "params": {
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+            },
+        },
+        timeout=10,
+    )
     assert discover.status_code == 200, discover.text
     # Closing one makes room; so does waiting for the idle ones to expire.
     assert use(served, FIRST, opened[0], "DELETE").status_code in (200, 202, 204)

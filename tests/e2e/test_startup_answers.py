@@ -14,15 +14,26 @@ from pathlib import Path
 
 import pytest
 
-INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                   "clientInfo": {"name": "startup-test", "version": "1"}}}  # fmt: skip
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "startup-test", "version": "1"},
+    },
+}
 AFTER = [
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
     {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
-    {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-     "params": {"name": "read_file", "arguments": {"path": "a.txt"}}},
-]  # fmt: skip
+    {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "read_file", "arguments": {"path": "a.txt"}},
+    },
+]
 
 
 def session(ws: Path, cache: Path, *extra: str) -> tuple[list[bytes], str]:
@@ -32,8 +43,11 @@ def session(ws: Path, cache: Path, *extra: str) -> tuple[list[bytes], str]:
     frames = b"".join(json.dumps(m).encode() + b"\n" for m in [INIT, *AFTER])
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent_workspace_mcp", "--root", str(ws), *extra],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     assert proc.stdin and proc.stdout and proc.stderr
     proc.stdin.write(frames)
     proc.stdin.flush()
@@ -134,8 +148,11 @@ def test_a_fifo_planted_as_an_entry_never_blocks_the_start(ws: Path, tmp_path: P
     env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent_workspace_mcp", "--root", str(ws)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     assert proc.stdin and proc.stdout
     try:
         proc.stdin.write(json.dumps(INIT).encode() + b"\n")

@@ -229,8 +229,11 @@ def test_a_start_up_line_says_what_is_served(tmp_path: Path) -> None:
     root.mkdir()
     out = subprocess.run(
         [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root), "--read-only"],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0 and out.stdout == ""
     first = out.stderr.splitlines()[0]
     assert (
@@ -245,19 +248,24 @@ def test_a_start_up_line_says_what_is_served(tmp_path: Path) -> None:
     ("args", "says"),
     [
         (["--tasks", "--sandbox", "none"], ", commands run_task (unsandboxed: --sandbox none),"),
-        (["--shell", "--sandbox", "none", "--tools", "read_file,run_command"],
-         ", commands run_command (allowlist; unsandboxed: --sandbox none),"),
+        (
+            ["--shell", "--sandbox", "none", "--tools", "read_file,run_command"],
+            ", commands run_command (allowlist; unsandboxed: --sandbox none),",
+        ),
         (["--tasks", "--tools", "read_file"], ", commands off,"),  # issue 29: said run_task
     ],
-)  # fmt: skip
+)
 def test_the_start_up_line_names_the_command_tools_served(tmp_path: Path, args, says) -> None:
     import subprocess
     import sys
 
     out = subprocess.run(
         [sys.executable, "-m", "agent_workspace_mcp", "--root", str(tmp_path), *args],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert says in out.stderr.splitlines()[-2], out.stderr
 
@@ -294,12 +302,17 @@ def test_the_start_up_count_is_what_tools_list_serves(tmp_path: Path) -> None:
 
     root = tmp_path / "ws"
     root.mkdir()
-    frames = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-              {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]  # fmt: skip
+    frames = [
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root), "--no-startup-cache"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin and proc.stdout and proc.stderr
     proc.stdin.write(b"".join(json.dumps(f).encode() + b"\n" for f in frames))
     proc.stdin.flush()

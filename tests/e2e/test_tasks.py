@@ -22,8 +22,15 @@ BOB = "tok-bob-0123456789abcd"
 TASKS = {"io.modelcontextprotocol/tasks": {}}
 
 
-def rpc(server: RunningServer, key: str, method: str, params: dict, *,
-        extensions: dict | None = TASKS, name: str | None = None) -> dict:  # fmt: skip
+def rpc(
+    server: RunningServer,
+    key: str,
+    method: str,
+    params: dict,
+    *,
+    extensions: dict | None = TASKS,
+    name: str | None = None,
+) -> dict:
     return rpc2026(server, key, method, params, extensions=extensions, name=name)
 
 
@@ -31,8 +38,16 @@ def rpc(server: RunningServer, key: str, method: str, params: dict, *,
 def served(tmp_path_factory, request) -> RunningServer:
     root = tmp_path_factory.mktemp("tasks")
     extra = ("--workers", "2") if request.param == "--workers 2" else ()
-    server = start(root, "--shell-any", "--allow-remote-exec", "--api-key", f"ann={ANN}",
-                   "--api-key", f"bob={BOB}", *extra)  # fmt: skip
+    server = start(
+        root,
+        "--shell-any",
+        "--allow-remote-exec",
+        "--api-key",
+        f"ann={ANN}",
+        "--api-key",
+        f"bob={BOB}",
+        *extra,
+    )
     yield server
     assert server.stop() == 0
 
@@ -84,8 +99,12 @@ def test_a_quick_command_answers_in_the_call(served: RunningServer) -> None:
 
 
 def test_background_is_a_task_at_once(served: RunningServer) -> None:
-    created = rpc(served, ANN, "tools/call", {"name": "run_command", "arguments": {
-        "command": ["echo", "bg"], "background": True}})["result"]  # fmt: skip
+    created = rpc(
+        served,
+        ANN,
+        "tools/call",
+        {"name": "run_command", "arguments": {"command": ["echo", "bg"], "background": True}},
+    )["result"]
     assert created["resultType"] == "task"
     done = poll(served, created["taskId"])
     assert done["status"] == "completed" and "bg" in done["result"]["content"][0]["text"]
@@ -120,8 +139,11 @@ def test_without_the_extension(served: RunningServer) -> None:
     answer = bash(served, "sleep 1.5; echo plain", extensions=None)["result"]
     assert answer["resultType"] == "complete" and "taskId" not in answer
     assert "plain" in answer["content"][0]["text"]
-    for method, params in (("tasks/get", {"taskId": "x"}), ("tasks/cancel", {"taskId": "x"}),
-                           ("tasks/update", {"taskId": "x", "inputResponses": {}})):  # fmt: skip
+    for method, params in (
+        ("tasks/get", {"taskId": "x"}),
+        ("tasks/cancel", {"taskId": "x"}),
+        ("tasks/update", {"taskId": "x", "inputResponses": {}}),
+    ):
         refused = rpc(served, ANN, method, params, extensions=None)
         assert refused["error"]["code"] == -32021, refused
         assert "io.modelcontextprotocol/tasks" in json.dumps(refused["error"]["data"])
@@ -142,13 +164,26 @@ def test_tasks_outlive_a_restart(tmp_path: Path) -> None:
     root, jobs = tmp_path / "ws", tmp_path / "jobs"
     root.mkdir()
     jobs.mkdir(mode=0o700)
-    args = ("--shell-any", "--allow-remote-exec", "--api-key", f"ann={ANN}",
-            "--api-key", f"bob={BOB}")  # fmt: skip
+    args = (
+        "--shell-any",
+        "--allow-remote-exec",
+        "--api-key",
+        f"ann={ANN}",
+        "--api-key",
+        f"bob={BOB}",
+    )
     env = {"WORKSPACE_MCP_JOB_DIR": str(jobs)}
     first = start(root, *args, env=env)
     try:
-        done = rpc(first, ANN, "tools/call", {"name": "run_command", "arguments": {
-            "command": ["echo", "kept-answer"], "background": True}})["result"]  # fmt: skip
+        done = rpc(
+            first,
+            ANN,
+            "tools/call",
+            {
+                "name": "run_command",
+                "arguments": {"command": ["echo", "kept-answer"], "background": True},
+            },
+        )["result"]
         finished = poll(first, done["taskId"])
         stopped = bash(first, "sleep 30")["result"]
         rpc(first, ANN, "tasks/cancel", {"taskId": stopped["taskId"]})

@@ -73,9 +73,13 @@ def cmdline(pid: int) -> str:
 def start_workers(root: Path, job_dir: Path, *args: str) -> RunningServer:
     job_dir.mkdir(mode=0o700, exist_ok=True)
     server = start(
-        root, "--workers", "2", "--no-audit", *args,
+        root,
+        "--workers",
+        "2",
+        "--no-audit",
+        *args,
         env={"WORKSPACE_MCP_JOB_DIR": str(job_dir)},
-    )  # fmt: skip
+    )
     wait_for(lambda: "serving" in server.stderr(), what="the ready line")
     wait_for(lambda: len(workers_of(server)) == 2, what="two workers")
     return server
@@ -87,10 +91,15 @@ def served(tmp_path_factory) -> RunningServer:
     root = base / "ws"
     root.mkdir()
     server = start_workers(
-        root, base / "jobs",
-        "--api-key", f"alice={ALICE}", "--api-key", f"bob={BOB}",
-        "--shell-any", "--allow-remote-exec",
-    )  # fmt: skip
+        root,
+        base / "jobs",
+        "--api-key",
+        f"alice={ALICE}",
+        "--api-key",
+        f"bob={BOB}",
+        "--shell-any",
+        "--allow-remote-exec",
+    )
     server.root = root  # type: ignore[attr-defined]
     server.job_dir = base / "jobs"  # type: ignore[attr-defined]
     yield server
@@ -249,8 +258,11 @@ async def test_metrics_add_up_across_workers(served: RunningServer) -> None:
 def test_workers_need_http(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agent_workspace_mcp", "--root", str(tmp_path), "--workers", "2"],
-        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.endswith("--workers needs --http: a stdio server has one client"), done.stderr
@@ -259,8 +271,9 @@ def test_workers_need_http(tmp_path: Path) -> None:
 def test_sigterm_stops_workers_and_jobs(tmp_path: Path) -> None:
     root = tmp_path / "ws"
     root.mkdir()
-    server = start_workers(root, tmp_path / "jobs", "--token", ALICE, "--shell-any",
-                           "--allow-remote-exec")  # fmt: skip
+    server = start_workers(
+        root, tmp_path / "jobs", "--token", ALICE, "--shell-any", "--allow-remote-exec"
+    )
     workers = workers_of(server)
     answer = asyncio.run(call(server, "start_job", {"command": ["sleep", "60"]}))
     _, pid = _job_id(answer)

@@ -36,8 +36,12 @@ def string_arguments(node: dict, defs: dict, name: str | None = None) -> set[str
 async def everything(tmp_path: Path):
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
-    settings = Settings(root=str(tmp_path / "one"), workspaces=(("api", str(tmp_path / "two")),),
-                        shell_mode="any", tasks=True)  # fmt: skip
+    settings = Settings(
+        root=str(tmp_path / "one"),
+        workspaces=(("api", str(tmp_path / "two")),),
+        shell_mode="any",
+        tasks=True,
+    )
     async with open_client(settings) as client:
         yield client, tmp_path / "one"
 

@@ -56,6 +56,7 @@ async def test_the_same_inputs_are_still_accepted(ws: Path) -> None:
     async with open_client(Settings(root=str(ws))) as client:
         assert "1: x" in await ok(client, "read_file", path="a.txt", workspace="default")
         assert "a.txt:1: x" in await ok(client, "grep", pattern="x", path=None, include=None)
-        refused = await client.call_tool("read_file", {"path": "a.txt", "nope": 1},
-                                         raise_on_error=False)  # fmt: skip
+        refused = await client.call_tool(
+            "read_file", {"path": "a.txt", "nope": 1}, raise_on_error=False
+        )
         assert refused.is_error and "nope" in refused.content[0].text

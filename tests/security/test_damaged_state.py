@@ -66,8 +66,9 @@ async def test_a_damaged_approvals_file_asks_in_one_sentence(
 ) -> None:
     monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.2)
     (root / ".workspace-mcp" / "approvals.json").write_text(approvals)
-    settings = Settings(root=str(root), audit=False, confirm=("destructive",),
-                        confirm_via=("console",))  # fmt: skip
+    settings = Settings(
+        root=str(root), audit=False, confirm=("destructive",), confirm_via=("console",)
+    )
     async with Client(create_server(settings)) as client:
         answer = await ok(client, "delete_path", path="a.py")
     assert answer.startswith("Not run yet") and (root / "a.py").exists(), answer

@@ -37,8 +37,11 @@ def server(root: Path, **extra):
 
 def console(root: Path) -> ConsoleState:
     registry = WorkspaceRegistry.confined(str(root), ())
-    return ConsoleState(registry, journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
-                        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES)  # fmt: skip
+    return ConsoleState(
+        registry,
+        journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+    )
 
 
 def planted(tool: str, args: dict, *, subject=None, paths=None) -> dict:
@@ -46,11 +49,25 @@ def planted(tool: str, args: dict, *, subject=None, paths=None) -> dict:
     real one has, but no seal by the user's key."""
     now = time.time()
     call_digest = digest(tool, args, paths)
-    record = {"id": "ap-0123456789", "tool": tool, "digest": call_digest, "summary": "x",
-              "subject": subject, "session": None, "client": None, "created": now,
-              "expires": now + 300, "status": "approved", "verdict": "approved",
-              "decided_by": "operator", "via": "console", "decided": now,
-              "use_by": now + 600, "request_proof": "0" * 64, "decision_proof": "0" * 64}  # fmt: skip
+    record = {
+        "id": "ap-0123456789",
+        "tool": tool,
+        "digest": call_digest,
+        "summary": "x",
+        "subject": subject,
+        "session": None,
+        "client": None,
+        "created": now,
+        "expires": now + 300,
+        "status": "approved",
+        "verdict": "approved",
+        "decided_by": "operator",
+        "via": "console",
+        "decided": now,
+        "use_by": now + 600,
+        "request_proof": "0" * 64,
+        "decision_proof": "0" * 64,
+    }
     return {"approvals": {record["id"]: record}}
 
 
@@ -119,8 +136,9 @@ async def test_an_approval_is_used_only_by_the_subject_that_asked(tmp_path: Path
     ws = Registry.confined(str(tmp_path), ()).primary
     gate = Approvals(300)
     d = digest("delete_path", {"path": "x"})
-    record = gate.request(ws, tool="delete_path", call_digest=d, summary="s", subject="ann",
-                          session=None, client=None)  # fmt: skip
+    record = gate.request(
+        ws, tool="delete_path", call_digest=d, summary="s", subject="ann", session=None, client=None
+    )
     gate.decide(ws, record["id"], approve=True, by="operator", via="console")
     assert gate.take(ws, subject="bob", call_digest=d) is None
     assert gate.take(ws, subject=None, call_digest=d) is None
@@ -152,15 +170,19 @@ BYPASSES = {
     "dotdot": ("write_file", {"path": "sub/../migrations/0001.sql", "content": "x\n"}),
     "absolute": ("write_file", {"path": "{root}/migrations/0001.sql", "content": "x\n"}),
     "link": ("write_file", {"path": "mig/0001.sql", "content": "x\n"}),
-    "edit through the link": ("edit_file", {"path": "mig/0001.sql", "oldString": "create",
-                                            "newString": "drop"}),
+    "edit through the link": (
+        "edit_file",
+        {"path": "mig/0001.sql", "oldString": "create", "newString": "drop"},
+    ),
     "apply_patch": ("apply_patch", {"patch": DIFF.format(p="mig/0001.sql")}),
-    "patch": ("patch", {"edits": [{"path": "mig/0001.sql", "oldString": "create",
-                                   "newString": "drop"}]}),
+    "patch": (
+        "patch",
+        {"edits": [{"path": "mig/0001.sql", "oldString": "create", "newString": "drop"}]},
+    ),
     "delete the folder": ("delete_path", {"path": "migrations", "recursive": True}),
     "move the folder": ("move_path", {"source": "migrations", "destination": "old"}),
     "rename the folder": ("rename_path", {"path": "migrations", "newName": "old"}),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("way", BYPASSES)
@@ -199,8 +221,9 @@ async def test_the_write_guard_refuses_a_link_swapped_after_the_gate_looked(repo
     from agent_workspace_mcp.core.errors import WorkspaceError
     from agent_workspace_mcp.middleware.approvals import ApprovalGate
 
-    app_settings = Settings(root=str(repo), audit=False, confirm_path=("migrations/**",),
-                            confirm_via=("console",))  # fmt: skip
+    app_settings = Settings(
+        root=str(repo), audit=False, confirm_path=("migrations/**",), confirm_via=("console",)
+    )
     from agent_workspace_mcp.server import build
 
     _app, services = build(app_settings)
@@ -248,8 +271,15 @@ async def test_a_command_cannot_reach_the_runner_around_the_gate(tmp_path: Path)
     from agent_workspace_mcp.core.errors import WorkspaceError
     from agent_workspace_mcp.server import build
 
-    _app, services = build(Settings(root=str(tmp_path), shell_mode="any", sandbox="none",
-                                    confirm=("exec",), confirm_via=("console",)))  # fmt: skip
+    _app, services = build(
+        Settings(
+            root=str(tmp_path),
+            shell_mode="any",
+            sandbox="none",
+            confirm=("exec",),
+            confirm_via=("console",),
+        )
+    )
     from agent_workspace_mcp.tools.shell import Commands
 
     runner = Commands(services).runner
@@ -272,24 +302,30 @@ async def test_the_console_neither_lists_nor_touches_other_projects_jobs(tmp_pat
     for d in (mine, theirs):
         d.mkdir()
     jobs.mkdir(mode=0o700)
-    settings = Settings(root=str(theirs), shell_mode="any", sandbox="none", job_dir=str(jobs),
-                        audit=False)  # fmt: skip
+    settings = Settings(
+        root=str(theirs), shell_mode="any", sandbox="none", job_dir=str(jobs), audit=False
+    )
     async with Client(create_server(settings)) as client:
         started = await ok(client, "run_command", command=["sleep", "30"], background=True)
         job = started.split("Started job ", 1)[1].split()[0]
         registry = WorkspaceRegistry.confined(str(mine), ())
-        state = ConsoleState(registry, journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
-                             checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
-                             job_dir=str(jobs))  # fmt: skip
+        state = ConsoleState(
+            registry,
+            journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+            checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+            job_dir=str(jobs),
+        )
         assert [r["id"] for r in state.jobs()] == []
         with pytest.raises(WorkspaceError, match="no job"):
             state.job_log(job)
         with pytest.raises(WorkspaceError, match="no job"):
             state.kill(job)
-        theirs_state = ConsoleState(WorkspaceRegistry.confined(str(theirs), ()),
-                                    journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
-                                    checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
-                                    job_dir=str(jobs))  # fmt: skip
+        theirs_state = ConsoleState(
+            WorkspaceRegistry.confined(str(theirs), ()),
+            journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+            checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+            job_dir=str(jobs),
+        )
         assert [r["id"] for r in theirs_state.jobs()] == [job]
         assert "stopped" in theirs_state.kill(job)
 
@@ -330,8 +366,15 @@ async def test_a_subpath_sessions_approval_reaches_the_console(tmp_path: Path) -
     view = registry.view(parse_subpath(registry.primary, "sub")).primary
     gate = Approvals(300)
     d = digest("delete_path", {"path": "f.txt"})
-    asked = gate.request(view, tool="delete_path", call_digest=d, summary="removes f.txt",
-                         subject=None, session="s", client=None)  # fmt: skip
+    asked = gate.request(
+        view,
+        tool="delete_path",
+        call_digest=d,
+        summary="removes f.txt",
+        subject=None,
+        session="s",
+        client=None,
+    )
     state = console(tmp_path)
     assert [r["id"] for r in state.approvals()] == [asked["id"]]
     state.decide(None, asked["id"], approve=True)

@@ -40,14 +40,22 @@ from tests.security.test_sandbox import bwrap_usable
 EXAMPLES = int(os.environ.get("AWM_FUZZ_EXAMPLES", "10"))
 # The other profiles rename tools and add adapters (persona's read/edit, bash); they
 # share most code with the default surface, so they get a shorter run.
-PROFILES = {"workspace-mcp": EXAMPLES, "persona": max(1, EXAMPLES // 3),
-            "coding-agent": max(1, EXAMPLES // 3)}  # fmt: skip
+PROFILES = {
+    "workspace-mcp": EXAMPLES,
+    "persona": max(1, EXAMPLES // 3),
+    "coding-agent": max(1, EXAMPLES // 3),
+}
 SEED = int(os.environ.get("AWM_FUZZ_SEED", "19"))
 CALL_BOUND_SECONDS = 30.0  # grep's own budget is 20 s; everything else answers in ms
 FRAMEWORK_TEXT = (
-    "Traceback", "errors.pydantic.dev", "validation error for", "Error calling tool",
-    "internal error", "Input should be", "[type=",
-)  # fmt: skip
+    "Traceback",
+    "errors.pydantic.dev",
+    "validation error for",
+    "Error calling tool",
+    "internal error",
+    "Input should be",
+    "[type=",
+)
 COMMAND_TOOLS = {"run_command", "start_job", "job_status", "job_kill", "run_task", "bash"}
 
 pytestmark = pytest.mark.slow
@@ -58,14 +66,49 @@ pytestmark = pytest.mark.slow
 
 def hostile_strings(outside: Path) -> st.SearchStrategy[str]:
     named = [
-        "../../etc/passwd", "/etc/passwd", str(outside), str(outside / "secret.txt"),
-        "link-out/secret.txt", "link-out", "..", ".", "", " ", "~", "~/.ssh/id_rsa",
-        ".git/config", ".git/hooks/pre-commit", ".workspace-mcp/journal.jsonl",
-        "a\x00b", "a\nb", "line\u2028sep", "\u2029", "\ufeff", "\udc80", "C:\\Windows",
-        "file:///etc/passwd", "*", "**/*", "[", "(", "\\", "%s%n", "$(touch pwned)",
-        "`id`", "-rf", "--output=/tmp/x", "é" * 3, "\U0001f600", "NUL", "a" * 300,
-        "src/../../outside", "./src/./../a.txt", "/", "//", "\\\\server\\share",
-    ]  # fmt: skip
+        "../../etc/passwd",
+        "/etc/passwd",
+        str(outside),
+        str(outside / "secret.txt"),
+        "link-out/secret.txt",
+        "link-out",
+        "..",
+        ".",
+        "",
+        " ",
+        "~",
+        "~/.ssh/id_rsa",
+        ".git/config",
+        ".git/hooks/pre-commit",
+        ".workspace-mcp/journal.jsonl",
+        "a\x00b",
+        "a\nb",
+        "line\u2028sep",
+        "\u2029",
+        "\ufeff",
+        "\udc80",
+        "C:\\Windows",
+        "file:///etc/passwd",
+        "*",
+        "**/*",
+        "[",
+        "(",
+        "\\",
+        "%s%n",
+        "$(touch pwned)",
+        "`id`",
+        "-rf",
+        "--output=/tmp/x",
+        "é" * 3,
+        "\U0001f600",
+        "NUL",
+        "a" * 300,
+        "src/../../outside",
+        "./src/./../a.txt",
+        "/",
+        "//",
+        "\\\\server\\share",
+    ]
     huge = st.builds(
         lambda unit, n: unit * n,
         st.sampled_from(["a", "/", "é", "\u2028", "*", "../", "\x00"]),
@@ -84,9 +127,12 @@ def deep_value(depth: int) -> object:
 
 def garbage(strings: st.SearchStrategy[str]) -> st.SearchStrategy[object]:
     scalars = st.one_of(
-        st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
-        st.floats(allow_nan=False, allow_infinity=False), strings,
-    )  # fmt: skip
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=False, allow_infinity=False),
+        strings,
+    )
     nested = st.recursive(
         scalars,
         lambda inner: (
@@ -194,8 +240,9 @@ def served(request, tmp_path_factory) -> Iterator[tuple]:
     root, other, outside = make_tree(tmp_path_factory.mktemp("fuzz"))
     boxed = bwrap_usable() is None
     options = dict(shell_mode="any", tasks=True, sandbox="bwrap") if boxed else {}
-    settings = Settings(root=str(root), workspaces=(("other", str(other)),),
-                        profile=request.param, **options)  # fmt: skip
+    settings = Settings(
+        root=str(root), workspaces=(("other", str(other)),), profile=request.param, **options
+    )
     with start_blocking_portal() as portal:
         client = Client(create_server(settings))
         portal.call(client.__aenter__)
@@ -252,9 +299,12 @@ def test_every_tool_from_its_schema(served) -> None:
 
     @seed(SEED)
     @settings(
-        max_examples=examples, deadline=None, database=None, derandomize=False,
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
         suppress_health_check=list(HealthCheck),
-    )  # fmt: skip
+    )
     @given(data=st.data())
     def run(data) -> None:
         for name, plan in plans:

@@ -26,8 +26,12 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not 
 
 def git(repo: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_AUTHOR_NAME="T", GIT_AUTHOR_EMAIL="t@example.invalid",
-               GIT_COMMITTER_NAME="T", GIT_COMMITTER_EMAIL="t@example.invalid")  # fmt: skip
+    env.update(
+        GIT_AUTHOR_NAME="T",
+        GIT_AUTHOR_EMAIL="t@example.invalid",
+        GIT_COMMITTER_NAME="T",
+        GIT_COMMITTER_EMAIL="t@example.invalid",
+    )
     out = subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
     return out.stdout.decode()
 
@@ -69,9 +73,15 @@ def canary(tmp_path: Path) -> Path:
 async def test_lfs_programs_in_the_repository_config(ws: Path, canary: Path) -> None:
     committed(ws)
     (ws / ".gitattributes").write_text("* filter=lfs diff=lfs merge=lfs\n")
-    for key in ("filter.lfs.process", "filter.lfs.smudge", "filter.lfs.clean",
-                "lfs.customtransfer.evil.path", "lfs.standalonetransferagent",
-                "diff.lfs.textconv", "core.askPass"):  # fmt: skip
+    for key in (
+        "filter.lfs.process",
+        "filter.lfs.smudge",
+        "filter.lfs.clean",
+        "lfs.customtransfer.evil.path",
+        "lfs.standalonetransferagent",
+        "diff.lfs.textconv",
+        "core.askPass",
+    ):
         git(ws, "config", key, touch(canary))
     git(ws, "config", "filter.lfs.required", "true")
     git(ws, "config", "lfs.url", "ext::" + touch(canary))
@@ -85,9 +95,15 @@ async def test_maintenance_and_gc_hooks(ws: Path, canary: Path) -> None:
     for name in ("pre-auto-gc", "post-checkout", "post-index-change", "reference-transaction"):
         (hooks / name).write_text(f"#!/bin/sh\necho ran > {canary}\n")
         (hooks / name).chmod(0o755)
-    for key, value in (("gc.auto", "1"), ("gc.autoPackLimit", "1"), ("gc.autoDetach", "false"),
-                       ("maintenance.auto", "true"), ("maintenance.strategy", "incremental"),
-                       ("core.hooksPath", str(hooks)), ("fetch.writeCommitGraph", "true")):  # fmt: skip
+    for key, value in (
+        ("gc.auto", "1"),
+        ("gc.autoPackLimit", "1"),
+        ("gc.autoDetach", "false"),
+        ("maintenance.auto", "true"),
+        ("maintenance.strategy", "incremental"),
+        ("core.hooksPath", str(hooks)),
+        ("fetch.writeCommitGraph", "true"),
+    ):
         git(ws, "config", key, value)
     for i in range(60):  # loose objects, so an automatic gc would want to run
         (ws / f"loose{i}.txt").write_text(f"{i}\n")

@@ -91,9 +91,11 @@ async def test_file_tools_cannot_touch_the_state_directory(client: Client, ws: P
         ("delete_path", {"path": ".workspace-mcp", "recursive": True}),
         ("delete_path", {"path": ".workspace-mcp/notes.jsonl"}),
         ("move_path", {"source": ".workspace-mcp/notes.jsonl", "destination": "n.jsonl"}),
-        ("edit_file", {"path": ".workspace-mcp/notes.jsonl", "oldString": "first",
-                       "newString": "forged"}),
-    ]:  # fmt: skip
+        (
+            "edit_file",
+            {"path": ".workspace-mcp/notes.jsonl", "oldString": "first", "newString": "forged"},
+        ),
+    ]:
         text = await fails(client, tool, **arguments)
         assert text.endswith(STATE_REFUSED), (tool, text)
     assert notes.read_bytes() == before[1]

@@ -217,14 +217,24 @@ HOOK = "mkdir -p {d}/.git/hooks && printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > {d
 
 def _commit_runs_no_planted_hook(repo: Path) -> None:
     """The user's own `git commit` there: a planted hook would run it as them."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x",
-           "GIT_COMMITTER_NAME": "u", "GIT_COMMITTER_EMAIL": "u@x"}  # fmt: skip
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "u",
+        "GIT_AUTHOR_EMAIL": "u@x",
+        "GIT_COMMITTER_NAME": "u",
+        "GIT_COMMITTER_EMAIL": "u@x",
+    }
     hook = repo / ".git" / "hooks" / "pre-commit"
     assert not hook.exists() or "pwned" not in hook.read_text()
     if (repo / ".git").is_dir():
         subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
-        out = subprocess.run(["git", "commit", "-qm", "x", "--allow-empty"], cwd=repo, env=env,
-                             capture_output=True, text=True)  # fmt: skip
+        out = subprocess.run(
+            ["git", "commit", "-qm", "x", "--allow-empty"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert out.returncode == 0, out.stderr
 
 

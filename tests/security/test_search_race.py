@@ -86,8 +86,9 @@ async def test_no_byte_from_outside_in_any_answer(ws: Path, outside: Path, engin
                 assert "LEAKED" not in grep.text, (round_, grep.text)
                 # A file swapped mid-scan is skipped; the scan never stalls to the budget.
                 assert "took longer than" not in grep.text, (round_, grep.text)
-                context = await call(client, "grep", pattern="LEAKED|needle", contextLines=1,
-                                     maxResults=1000)  # fmt: skip
+                context = await call(
+                    client, "grep", pattern="LEAKED|needle", contextLines=1, maxResults=1000
+                )
                 assert "LEAKED" not in context.text, (round_, context.text)
                 listing = await call(client, "list_files", limit=5000)
                 assert "OUTSIDE" not in listing.text, (round_, listing.text)

@@ -53,8 +53,12 @@ async def test_undo_over_a_planted_index_of_20000_lines_answers(ws: Path) -> Non
         first = json.loads(index.read_text().splitlines()[0])["id"]
         with index.open("a") as handle:
             for i in range(20_000):
-                line = {"id": f"p{i}", "ts": "2026-01-01T00:00:00Z", "tool": "write_file",
-                        "p": {f"f{i}.txt": [{"t": "-"}, {"t": "d", "m": 0o755}]}}  # fmt: skip
+                line = {
+                    "id": f"p{i}",
+                    "ts": "2026-01-01T00:00:00Z",
+                    "tool": "write_file",
+                    "p": {f"f{i}.txt": [{"t": "-"}, {"t": "d", "m": 0o755}]},
+                }
                 handle.write(json.dumps(line) + "\n")
         with anyio.fail_after(HANG):
             answer = await call(client, "undo", to=first)

@@ -43,8 +43,11 @@ def server(root: Path, **extra):
 
 def console(root: Path) -> ConsoleState:
     registry = WorkspaceRegistry.confined(str(root), ())
-    return ConsoleState(registry, journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
-                        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES)  # fmt: skip
+    return ConsoleState(
+        registry,
+        journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+    )
 
 
 def answering(action: str | None, seen: list[str], approve: bool = True):
@@ -74,8 +77,11 @@ async def test_the_client_is_shown_the_call_and_its_yes_runs_it(root: Path, era:
 @pytest.mark.parametrize("action", ["decline", "cancel", "accept-unticked"])
 async def test_a_client_no_refuses(root: Path, era: str, action: str) -> None:
     seen: list[str] = []
-    handler = (answering("accept", seen, approve=False) if action == "accept-unticked"
-               else answering(action, seen))  # fmt: skip
+    handler = (
+        answering("accept", seen, approve=False)
+        if action == "accept-unticked"
+        else answering(action, seen)
+    )
     async with Client(server(root), mode=MODES[era], elicitation_handler=handler) as client:
         answer = await call(client, "delete_path", path="a.txt")
         assert answer.is_error and "denied by the client" in answer.text, answer.text
@@ -166,8 +172,12 @@ async def test_no_one_to_ask_refuses_in_one_sentence(root: Path) -> None:
 
 async def test_what_the_person_sees_is_the_diff_or_the_command(root: Path) -> None:
     state = console(root)
-    settings = {"confirm": ("write", "exec"), "confirm_via": ("console",),
-                "shell_mode": "allowlist", "sandbox": "none"}  # fmt: skip
+    settings = {
+        "confirm": ("write", "exec"),
+        "confirm_via": ("console",),
+        "shell_mode": "allowlist",
+        "sandbox": "none",
+    }
     async with Client(server(root, **settings)) as client:
         await ok(client, "edit_file", path="a.txt", old_string="alpha", new_string="omega")
         await ok(client, "write_file", path="b.txt", content="gamma\n")
@@ -182,8 +192,9 @@ async def test_what_the_person_sees_is_the_diff_or_the_command(root: Path) -> No
 async def test_confirm_paths_and_other_subjects(root: Path) -> None:
     (root / "migrations").mkdir()
     state = console(root)
-    async with Client(server(root, confirm=(), confirm_path=("migrations/**",),
-                             confirm_via=("console",))) as client:  # fmt: skip
+    async with Client(
+        server(root, confirm=(), confirm_path=("migrations/**",), confirm_via=("console",))
+    ) as client:
         assert (await ok(client, "write_file", path="c.txt", content="x")).startswith("Created")
         held = await ok(client, "write_file", path="migrations/1.sql", content="drop;")
         assert held.startswith("Not run yet") and "migrations/1.sql" in held

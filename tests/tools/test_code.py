@@ -112,13 +112,15 @@ async def code(client: Client, ws: Path) -> Client:
 
 
 async def test_python_nesting_decorators_and_multi_line_signatures(code: Client) -> None:
-    assert await ok(code, "outline", path="src/parser.py") == "\n".join([
-        "5-18  class Parser",
-        "  9-10  class Options",
-        "  12-15  def parse(self, text: str, strict: bool = False) -> \"Doc\"",
-        "  17-18  async def size(self) -> int",
-        "21-23  def parse_args(argv)",
-    ])  # fmt: skip
+    assert await ok(code, "outline", path="src/parser.py") == "\n".join(
+        [
+            "5-18  class Parser",
+            "  9-10  class Options",
+            '  12-15  def parse(self, text: str, strict: bool = False) -> "Doc"',
+            "  17-18  async def size(self) -> int",
+            "21-23  def parse_args(argv)",
+        ]
+    )
     assert await ok(code, "outline", path="src/parser.py", depth=1) == (
         "5-18  class Parser\n21-23  def parse_args(argv)"
     )
@@ -182,8 +184,14 @@ async def test_read_symbol_returns_numbered_lines_the_edit_tools_accept(code: Cl
     assert text.splitlines()[1] == "12:     def parse(self, text: str,"
     assert text.endswith(f"(sha256 {sha(data)})")
     # The sha is the file's: the edit tools take it as expectedSha256.
-    await ok(code, "edit_file", path="src/parser.py", oldString="return Doc(text)",
-             newString="return Doc(text.strip())", expectedSha256=sha(data))  # fmt: skip
+    await ok(
+        code,
+        "edit_file",
+        path="src/parser.py",
+        oldString="return Doc(text)",
+        newString="return Doc(text.strip())",
+        expectedSha256=sha(data),
+    )
     # The class with its decorator and the comment block above it.
     whole = await ok(code, "read_symbol", name="Parser")
     assert whole.splitlines()[1:3] == ["4: # Parses things.", "5: @dataclass"]

@@ -28,9 +28,11 @@ def descriptions(path: Path):
     tools = {
         node.args[0].id
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "bind"
-        and node.args and isinstance(node.args[0], ast.Name)
-    }  # fmt: skip
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", None) == "bind"
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in tools:
             doc = ast.get_docstring(node)

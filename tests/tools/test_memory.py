@@ -382,13 +382,36 @@ async def test_state_written_by_the_backbone_server_is_read(ws: Path) -> None:
         '{"ts":"2026-09-18T08:00:00.000Z","text":"Refactored auth middleware; next: add refresh-token rotation","tags":["auth","todo"]}\n'
     )
     (state / "state.json").write_text('{ "activeChange": "legacy-change" }\n')
-    (state / "changes" / "legacy-change.json").write_text(json.dumps({
-        "id": "legacy-change", "title": "Legacy change", "goal": "keep working",
-        "constraints": ["no new runtime dependencies"],
-        "tasks": [{"id": "T1", "text": "wire the schema", "status": "done", "notes": [], "createdAt": "2026-09-18T07:00:00.000Z", "updatedAt": "2026-09-18T07:00:00.000Z"},
-                  {"id": "T2", "text": "write tests", "status": "pending", "notes": [], "createdAt": "2026-09-18T07:00:00.000Z", "updatedAt": "2026-09-18T07:00:00.000Z"}],
-        "createdAt": "2026-09-18T07:00:00.000Z", "updatedAt": "2026-09-18T07:00:00.000Z",
-    }))  # fmt: skip
+    (state / "changes" / "legacy-change.json").write_text(
+        json.dumps(
+            {
+                "id": "legacy-change",
+                "title": "Legacy change",
+                "goal": "keep working",
+                "constraints": ["no new runtime dependencies"],
+                "tasks": [
+                    {
+                        "id": "T1",
+                        "text": "wire the schema",
+                        "status": "done",
+                        "notes": [],
+                        "createdAt": "2026-09-18T07:00:00.000Z",
+                        "updatedAt": "2026-09-18T07:00:00.000Z",
+                    },
+                    {
+                        "id": "T2",
+                        "text": "write tests",
+                        "status": "pending",
+                        "notes": [],
+                        "createdAt": "2026-09-18T07:00:00.000Z",
+                        "updatedAt": "2026-09-18T07:00:00.000Z",
+                    },
+                ],
+                "createdAt": "2026-09-18T07:00:00.000Z",
+                "updatedAt": "2026-09-18T07:00:00.000Z",
+            }
+        )
+    )
     (state / "changes" / "legacy-change" / "proposal.md").write_text("# Proposal\n")
     async with open_client(Settings(root=str(ws))) as client:
         assert await ok(client, "work_log") == (

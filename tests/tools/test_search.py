@@ -270,8 +270,9 @@ async def test_list_files_rules(engine_client: Client) -> None:
     assert "empty_dir/" in entries
     top = (await ok(engine_client, "list_files", maxDepth=1)).splitlines()
     assert "src/" in top and "empty_dir/" in top and "README.md" in top
-    assert not any(entry.count("/") > 1 or (entry.count("/") == 1 and not entry.endswith("/"))
-                   for entry in top), top  # fmt: skip
+    assert not any(
+        entry.count("/") > 1 or (entry.count("/") == 1 and not entry.endswith("/")) for entry in top
+    ), top
     text = await ok(engine_client, "list_files", limit=3)
     last = text.splitlines()[2]
     assert text.splitlines()[-1] == (

@@ -435,6 +435,13 @@ async def test_the_description_states_where_output_is_shortened(anyshell: Client
     program = f"import sys; sys.stdout.write('x' * {size})"
     whole = await ok(anyshell, "run_command", command=[sys.executable, "-c", program])
     assert "x" * size not in whole and len(whole) < size  # shortened
-    fits = await ok(anyshell, "run_command", command=[sys.executable, "-c", program.replace(
-        str(size), str(limits.OUTPUT_SHORTENED_ABOVE_BYTES - 100))])  # fmt: skip
+    fits = await ok(
+        anyshell,
+        "run_command",
+        command=[
+            sys.executable,
+            "-c",
+            program.replace(str(size), str(limits.OUTPUT_SHORTENED_ABOVE_BYTES - 100)),
+        ],
+    )
     assert "x" * (limits.OUTPUT_SHORTENED_ABOVE_BYTES - 100) in fits

@@ -148,16 +148,23 @@ async def test_deletes_and_moves_are_guarded_too(root: Path, pair: tuple[Client,
     refused = await text(alice, "delete_path", path=rel(root, "d.txt"))
     assert refused.startswith(f"{rel(root, 'd.txt')} changed since this session")
     assert again.format("delete it") in refused
-    moved = await text(alice, "move_path", source=rel(root, "m.txt"),
-                       destination=rel(root, "moved.txt"))  # fmt: skip
+    moved = await text(
+        alice, "move_path", source=rel(root, "m.txt"), destination=rel(root, "moved.txt")
+    )
     assert again.format("move it") in moved
-    over = await text(bob, "move_path", source=rel(root, "m.txt"),
-                      destination=rel(root, "dst.txt"), overwrite=True)  # fmt: skip
+    over = await text(
+        bob,
+        "move_path",
+        source=rel(root, "m.txt"),
+        destination=rel(root, "dst.txt"),
+        overwrite=True,
+    )
     assert over.startswith("Moved"), over  # bob saw both as they are
     await text(alice, "read_file", path=rel(root, "dst.txt"))
     await text(bob, "write_file", path=rel(root, "dst.txt"), content="bob again\n")
-    renamed = await text(alice, "rename_path", path=rel(root, "d.txt"), newName="dst.txt",
-                         overwrite=True)  # fmt: skip
+    renamed = await text(
+        alice, "rename_path", path=rel(root, "d.txt"), newName="dst.txt", overwrite=True
+    )
     assert renamed.startswith(f"{rel(root, 'd.txt')} changed since"), renamed
     # A directory: any file the session saw under it counts.
     tree = await text(alice, "delete_path", path=rel(root, "dir"), recursive=True)
@@ -166,8 +173,9 @@ async def test_deletes_and_moves_are_guarded_too(root: Path, pair: tuple[Client,
     # A deletion by another agent is named as one.
     await text(bob, "delete_path", path=rel(root, "dir"), recursive=True)
     gone = await text(alice, "write_file", path=rel(root, "dir/inner.txt"), content="x\n")
-    assert gone.startswith(f"{rel(root, 'dir/inner.txt')} was deleted since this session "
-                           "last read it, by session a-"), gone  # fmt: skip
+    assert gone.startswith(
+        f"{rel(root, 'dir/inner.txt')} was deleted since this session last read it, by session a-"
+    ), gone
     assert "(bob-agent)" in gone and not (root / "dir").exists()
 
 
@@ -231,8 +239,9 @@ async def test_the_memory_is_bounded(tmp_path: Path, monkeypatch) -> None:
             (tmp_path / f"f{n}.txt").write_text(f"changed {n}\n")
         forgotten = await c.call_tool("write_file", {"path": "f0.txt", "content": "x\n"})
         assert forgotten.content[0].text.startswith("Updated")
-        kept = await c.call_tool("write_file", {"path": "f3.txt", "content": "x\n"},
-                                 raise_on_error=False)  # fmt: skip
+        kept = await c.call_tool(
+            "write_file", {"path": "f3.txt", "content": "x\n"}, raise_on_error=False
+        )
         assert kept.content[0].text.startswith("f3.txt changed since"), kept.content[0].text
     records = seen.records_for(WorkspaceRegistry.confined(str(tmp_path)).primary)
     for name in ("s1", "s2", "s3"):
@@ -256,8 +265,9 @@ async def test_a_damaged_record_costs_only_the_memory(tmp_path: Path) -> None:
         assert answer.content[0].text.startswith("Updated")
         await c.call_tool("read_file", {"path": "f.txt"})
         (tmp_path / "f.txt").write_text("four\n")
-        again = await c.call_tool("write_file", {"path": "f.txt", "content": "5\n"},
-                                  raise_on_error=False)  # fmt: skip
+        again = await c.call_tool(
+            "write_file", {"path": "f.txt", "content": "5\n"}, raise_on_error=False
+        )
         assert again.content[0].text.startswith("f.txt changed since")
 
 

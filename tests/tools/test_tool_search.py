@@ -15,9 +15,16 @@ async def test_only_the_core_tools_and_the_search_are_listed(ws: Path) -> None:
     async with open_client(Settings(root=str(ws), tool_search=True)) as client:
         listed = sorted(t.name for t in await client.list_tools())
         assert listed == sorted(
-            ["read_file", "write_file", "edit_file", "grep", "list_files",
-             "search_tools", "call_tool"]
-        )  # fmt: skip
+            [
+                "read_file",
+                "write_file",
+                "edit_file",
+                "grep",
+                "list_files",
+                "search_tools",
+                "call_tool",
+            ]
+        )
         found = json.loads(await ok(client, "search_tools", query="git diff of the working tree"))
         assert "git_diff" in [tool["name"] for tool in found]
         # Hidden tools work through the proxy and directly, with our answers and errors.

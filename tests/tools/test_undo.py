@@ -291,8 +291,14 @@ async def test_undo_session_reaches_calls_older_than_the_journal_window(
     await ok(client, "write_file", path="mine.txt", content="one\n")
     await ok(client, "write_file", path="mine.txt", content="two\n")
     session = entries(ws)[-1]["session"]
-    other = {"ts": entries(ws)[-1]["ts"], "tool": "write_file", "session": "a-0ther",
-             "client": "other-agent", "paths": ["other.txt"], "result": "ok " + "x" * 400}  # fmt: skip
+    other = {
+        "ts": entries(ws)[-1]["ts"],
+        "tool": "write_file",
+        "session": "a-0ther",
+        "client": "other-agent",
+        "paths": ["other.txt"],
+        "result": "ok " + "x" * 400,
+    }
     with (ws / ".workspace-mcp" / "journal.jsonl").open("a") as journal:
         for n in range(STATE_READ_BYTES // 400 + 50):
             journal.write(json.dumps({**other, "id": f"pad{n}"}) + "\n")

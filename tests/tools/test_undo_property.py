@@ -37,38 +37,69 @@ file_mode = st.sampled_from([0o644, 0o600, 0o755, 0o640])
 dir_mode = st.sampled_from([0o755, 0o700, 0o711])
 
 calls = st.one_of(
-    st.tuples(st.just("write_file"), st.fixed_dictionaries({"path": st.sampled_from(FILES), "content": text})),
+    st.tuples(
+        st.just("write_file"),
+        st.fixed_dictionaries({"path": st.sampled_from(FILES), "content": text}),
+    ),
     st.tuples(
         st.just("write_binary_file"),
         st.fixed_dictionaries(
-            {"path": st.sampled_from(FILES), "contentBase64": data.map(lambda b: base64.b64encode(b).decode())}
+            {
+                "path": st.sampled_from(FILES),
+                "contentBase64": data.map(lambda b: base64.b64encode(b).decode()),
+            }
         ),
     ),
     st.tuples(
         st.just("edit_file"),
         st.fixed_dictionaries(
-            {"path": st.sampled_from(FILES), "oldString": st.sampled_from(["a", "b", "\u00e9"]), "newString": text, "replaceAll": st.just(True)}
+            {
+                "path": st.sampled_from(FILES),
+                "oldString": st.sampled_from(["a", "b", "\u00e9"]),
+                "newString": text,
+                "replaceAll": st.just(True),
+            }
         ),
     ),
-    st.tuples(st.just("delete_path"), st.fixed_dictionaries({"path": st.sampled_from(ANY), "recursive": st.booleans()})),
+    st.tuples(
+        st.just("delete_path"),
+        st.fixed_dictionaries({"path": st.sampled_from(ANY), "recursive": st.booleans()}),
+    ),
     st.tuples(
         st.just("move_path"),
-        st.fixed_dictionaries({"source": st.sampled_from(ANY), "destination": st.sampled_from([*ANY, "new/z"]), "overwrite": st.booleans()}),
+        st.fixed_dictionaries(
+            {
+                "source": st.sampled_from(ANY),
+                "destination": st.sampled_from([*ANY, "new/z"]),
+                "overwrite": st.booleans(),
+            }
+        ),
     ),
     st.tuples(
         st.just("rename_path"),
-        st.fixed_dictionaries({"path": st.sampled_from(ANY), "newName": st.sampled_from(["r1", "r2.txt"]), "overwrite": st.booleans()}),
+        st.fixed_dictionaries(
+            {
+                "path": st.sampled_from(ANY),
+                "newName": st.sampled_from(["r1", "r2.txt"]),
+                "overwrite": st.booleans(),
+            }
+        ),
     ),
-    st.tuples(st.just("make_directory"), st.fixed_dictionaries({"path": st.sampled_from([*DIRS, "m/n/o"])})),
-)  # fmt: skip
+    st.tuples(
+        st.just("make_directory"),
+        st.fixed_dictionaries({"path": st.sampled_from([*DIRS, "m/n/o"])}),
+    ),
+)
 
 start_tree = st.fixed_dictionaries(
     {
-        "files": st.dictionaries(st.sampled_from(FILES[:-1]), st.tuples(data, file_mode), max_size=5),
+        "files": st.dictionaries(
+            st.sampled_from(FILES[:-1]), st.tuples(data, file_mode), max_size=5
+        ),
         "dirs": st.dictionaries(st.sampled_from(DIRS), dir_mode, max_size=3),
         "link": st.booleans(),
     }
-)  # fmt: skip
+)
 
 
 def build(root: Path, spec: dict) -> None:

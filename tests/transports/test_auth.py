@@ -66,8 +66,11 @@ def test_jwt_configuration_errors(ws: Path) -> None:
     with pytest.raises(ConfigError, match="at least 32"):
         preflight(Settings(**base, jwt_secret="short", jwt_audience="ws"))
     with pytest.raises(ConfigError, match="exactly one"):
-        preflight(Settings(**base, jwt_secret=SECRET, jwks_url="http://127.0.0.1:1/jwks",
-                           jwt_audience="ws"))  # fmt: skip
+        preflight(
+            Settings(
+                **base, jwt_secret=SECRET, jwks_url="http://127.0.0.1:1/jwks", jwt_audience="ws"
+            )
+        )
     with pytest.raises(ConfigError, match="implies an HS"):
         preflight(Settings(**base, jwt_secret=SECRET, jwt_audience="ws", jwt_algorithm="RS256"))
     # The server built as a library refuses the same configuration.

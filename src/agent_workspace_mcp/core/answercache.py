@@ -55,8 +55,9 @@ def _tree_stamp(root: Path) -> list[Any]:
         dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
         for name in sorted(filenames):
             st = os.stat(os.path.join(dirpath, name))
-            stamp.append((os.path.relpath(os.path.join(dirpath, name), root), st.st_size,
-                          st.st_mtime_ns))  # fmt: skip
+            stamp.append(
+                (os.path.relpath(os.path.join(dirpath, name), root), st.st_size, st.st_mtime_ns)
+            )
     return stamp
 
 
@@ -123,8 +124,12 @@ class AnswerCache:
             return None
         try:
             st = os.fstat(fd)
-            if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid()
-                    or st.st_mode & 0o022 or st.st_size > STARTUP_CACHE_ENTRY_BYTES):  # fmt: skip
+            if (
+                not stat.S_ISREG(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or st.st_mode & 0o022
+                or st.st_size > STARTUP_CACHE_ENTRY_BYTES
+            ):
                 return None
             data = os.read(fd, STARTUP_CACHE_ENTRY_BYTES + 1)
         except OSError:
@@ -166,8 +171,13 @@ def _is_result(line: bytes) -> bool:
         value = safejson.loads(line)
     except ValueError:
         return False
-    return (isinstance(value, dict) and value.get("jsonrpc") == "2.0" and "result" in value
-            and "error" not in value and "id" in value)  # fmt: skip
+    return (
+        isinstance(value, dict)
+        and value.get("jsonrpc") == "2.0"
+        and "result" in value
+        and "error" not in value
+        and "id" in value
+    )
 
 
 def with_id(line: bytes, request_id: Any) -> bytes:

@@ -37,10 +37,28 @@ FILE = "approvals.json"
 PENDING, APPROVED, DENIED, EXPIRED, USED = "pending", "approved", "denied", "expired", "used"
 log = logging.getLogger("agent_workspace_mcp")
 _named: set[tuple[str, str]] = set()  # (state directory, id) of unproven records, logged once
-REQUEST_FIELDS = ("id", "tool", "digest", "summary", "subject", "session", "client", "created",
-                  "expires")  # fmt: skip
-DECISION_FIELDS = ("id", "digest", "subject", "verdict", "decided_by", "via", "decided",
-                   "use_by", "request_proof")  # fmt: skip
+REQUEST_FIELDS = (
+    "id",
+    "tool",
+    "digest",
+    "summary",
+    "subject",
+    "session",
+    "client",
+    "created",
+    "expires",
+)
+DECISION_FIELDS = (
+    "id",
+    "digest",
+    "subject",
+    "verdict",
+    "decided_by",
+    "via",
+    "decided",
+    "use_by",
+    "request_proof",
+)
 
 
 def digest(tool: str, arguments: dict[str, Any], paths: list[str] | None = None) -> str:
@@ -49,8 +67,9 @@ def digest(tool: str, arguments: dict[str, Any], paths: list[str] | None = None)
     call: dict[str, Any] = {"tool": tool, "arguments": arguments}
     if paths is not None:
         call["paths"] = paths
-    canonical = json.dumps(call, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                           default=str)  # fmt: skip
+    canonical = json.dumps(
+        call, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -59,8 +78,9 @@ class ApprovalRefused(WorkspaceError):
 
 
 class Approvals:
-    def __init__(self, timeout: float, clock: Callable[[], float] = time.time,
-                 key: bytes | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, timeout: float, clock: Callable[[], float] = time.time, key: bytes | None = None
+    ) -> None:
         self.timeout = timeout
         self.clock = clock
         self._key = key
@@ -104,15 +124,20 @@ class Approvals:
                 kept[key] = record
             elif (ws.state_dir, str(key)) not in _named:
                 _named.add((ws.state_dir, str(key)))
-                log.warning("approval record %.40r in %s is not sealed by this server or a "
-                            "person's decision (planted or damaged); it decides nothing",
-                            key, ws.state_dir)  # fmt: skip
+                log.warning(
+                    "approval record %.40r in %s is not sealed by this server or a "
+                    "person's decision (planted or damaged); it decides nothing",
+                    key,
+                    ws.state_dir,
+                )
         return kept
 
     def _save(self, ws: Workspace, records: dict[str, dict[str, Any]]) -> None:
         if len(records) > CONFIRM_KEPT:  # oldest decided ones go first; pending stay
-            done = sorted((r for r in records.values() if r.get("status") != PENDING),
-                          key=lambda r: _number(r.get("created")))  # fmt: skip
+            done = sorted(
+                (r for r in records.values() if r.get("status") != PENDING),
+                key=lambda r: _number(r.get("created")),
+            )
             for record in done[: len(records) - CONFIRM_KEPT]:
                 records.pop(str(record.get("id")), None)
         write_json(home(ws), {"approvals": records}, FILE)
@@ -141,9 +166,17 @@ class Approvals:
 
     # --- the agent's side --------------------------------------------------------------
 
-    def request(self, ws: Workspace, *, tool: str, call_digest: str, summary: str,
-                subject: str | None, session: str | None, client: str | None,
-                ) -> dict[str, Any]:  # fmt: skip
+    def request(
+        self,
+        ws: Workspace,
+        *,
+        tool: str,
+        call_digest: str,
+        summary: str,
+        subject: str | None,
+        session: str | None,
+        client: str | None,
+    ) -> dict[str, Any]:
         """A pending request for this call: the one already waiting for the same call by
         the same subject, else a new one."""
 
@@ -158,10 +191,18 @@ class Approvals:
                 recent = now - _number(record.get("decided")) < self.timeout
                 if record.get("status") == DENIED and recent:
                     return dict(record)
-            record = {"id": "ap-" + secrets.token_hex(5), "tool": tool, "digest": call_digest,
-                      "summary": summary, "subject": subject, "session": session,
-                      "client": client, "created": now, "expires": now + self.timeout,
-                      "status": PENDING}  # fmt: skip
+            record = {
+                "id": "ap-" + secrets.token_hex(5),
+                "tool": tool,
+                "digest": call_digest,
+                "summary": summary,
+                "subject": subject,
+                "session": session,
+                "client": client,
+                "created": now,
+                "expires": now + self.timeout,
+                "status": PENDING,
+            }
             record["request_proof"] = seal(self.key, *(record[n] for n in REQUEST_FIELDS))
             records[record["id"]] = record
             return dict(record)
@@ -173,16 +214,20 @@ class Approvals:
 
         def use(records: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
             for record in sorted(records.values(), key=lambda r: _number(r.get("created"))):
-                if (record.get("status") == APPROVED and record.get("digest") == call_digest
-                        and record.get("subject") == subject):  # fmt: skip
+                if (
+                    record.get("status") == APPROVED
+                    and record.get("digest") == call_digest
+                    and record.get("subject") == subject
+                ):
                     record["status"], record["used"] = USED, self.clock()
                     return dict(record)
             return None
 
         return self._change(ws, use)
 
-    def get(self, ws: Workspace, approval_id: str, *, subject: str | None = None,
-            operator: bool = False) -> dict[str, Any]:  # fmt: skip
+    def get(
+        self, ws: Workspace, approval_id: str, *, subject: str | None = None, operator: bool = False
+    ) -> dict[str, Any]:
         """One record; an agent sees only its own subject's (the operator sees all)."""
         record = self._read(ws).get(approval_id)
         if record is None or (not operator and record.get("subject") != subject):
@@ -198,8 +243,16 @@ class Approvals:
         """Every kept record, newest first (the console shows the pending ones on top)."""
         return sorted(self._read(ws).values(), key=lambda r: -_number(r.get("created")))
 
-    def decide(self, ws: Workspace, approval_id: str, *, approve: bool, by: str, via: str,
-               call_digest: str | None = None) -> dict[str, Any]:  # fmt: skip
+    def decide(
+        self,
+        ws: Workspace,
+        approval_id: str,
+        *,
+        approve: bool,
+        by: str,
+        via: str,
+        call_digest: str | None = None,
+    ) -> dict[str, Any]:
         """Approve or deny a pending request, once. `call_digest`: the call the decider
         saw (a client's answer), which must be the recorded one."""
         if not approval_id.startswith("ap-"):
@@ -219,8 +272,14 @@ class Approvals:
                 )
             now = self.clock()
             verdict = APPROVED if approve else DENIED
-            record.update(status=verdict, verdict=verdict, decided_by=by, via=via,
-                          decided=now, use_by=now + CONFIRM_USE_SECONDS)  # fmt: skip
+            record.update(
+                status=verdict,
+                verdict=verdict,
+                decided_by=by,
+                via=via,
+                decided=now,
+                use_by=now + CONFIRM_USE_SECONDS,
+            )
             record["decision_proof"] = seal(self.key, *(record.get(n) for n in DECISION_FIELDS))
             return dict(record)
 

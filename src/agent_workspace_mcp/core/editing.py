@@ -26,11 +26,28 @@ from .limits import (
 # Look-alikes that models and editors substitute for ASCII. One char each, so
 # normalization keeps offsets (the trailing-whitespace rule is what needs a map).
 LOOKALIKES = {
-    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
-    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
-    "\u2010": "-", "\u2011": "-", "\u2012": "-", "\u2013": "-", "\u2014": "-", "\u2212": "-",
-    "\u00a0": " ", "\u2007": " ", "\u2009": " ", "\u202f": " ", "\u200a": " ",
-}  # fmt: skip
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201a": "'",
+    "\u201b": "'",
+    "\u2032": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u201e": '"',
+    "\u201f": '"',
+    "\u2033": '"',
+    "\u2010": "-",
+    "\u2011": "-",
+    "\u2012": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u2212": "-",
+    "\u00a0": " ",
+    "\u2007": " ",
+    "\u2009": " ",
+    "\u202f": " ",
+    "\u200a": " ",
+}
 _TRANSLATE = str.maketrans(LOOKALIKES)
 _QUOTES = set("\u2018\u2019\u201a\u201b\u2032\u201c\u201d\u201e\u201f\u2033")
 _DASHES = set("\u2010\u2011\u2012\u2013\u2014\u2212")
@@ -197,10 +214,13 @@ def _difference(found: list[str], wanted: list[str], start: int) -> str:
     if [f.strip() for f in found] == [w.strip() for w in wanted]:
         # Name the first line whose indentation differs, not just the first line.
         differing = next(
-            ((i, f, w) for i, (f, w) in enumerate(zip(found, wanted, strict=False))
-             if _indent([f]) != _indent([w])),
+            (
+                (i, f, w)
+                for i, (f, w) in enumerate(zip(found, wanted, strict=False))
+                if _indent([f]) != _indent([w])
+            ),
             None,
-        )  # fmt: skip
+        )
         if differing is None:
             return "only whitespace at line ends differs; copy the exact text"
         offset, have, want = differing

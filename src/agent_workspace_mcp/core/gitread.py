@@ -118,8 +118,11 @@ def _config_files(repo: Repository, env: Mapping[str, str]) -> list[str]:
     """Every file git reads configuration from here (the system file is off)."""
     home = env.get("HOME", "")
     xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
-    files = [os.path.join(repo.git_dir, "config"), os.path.join(repo.git_dir, "config.worktree"),
-             os.path.join(repo.common_dir, "config")]  # fmt: skip
+    files = [
+        os.path.join(repo.git_dir, "config"),
+        os.path.join(repo.git_dir, "config.worktree"),
+        os.path.join(repo.common_dir, "config"),
+    ]
     if home:
         files.append(os.path.join(home, ".gitconfig"))
     if xdg:
@@ -137,8 +140,11 @@ def _fingerprint(here: str, repo: Repository, env: Mapping[str, str]) -> tuple:
         dirs.append(os.path.dirname(dirs[-1]))
     paths = [os.path.join(d, GIT_DIR_NAME) for d in dirs]
     for directory in dict.fromkeys((repo.git_dir, repo.common_dir)):
-        paths += [directory, os.path.join(directory, "commondir"),
-                  os.path.join(directory, "objects", "info", "alternates")]  # fmt: skip
+        paths += [
+            directory,
+            os.path.join(directory, "commondir"),
+            os.path.join(directory, "objects", "info", "alternates"),
+        ]
     paths += _config_files(repo, env)
     return tuple(_identity(path) for path in paths)
 
@@ -215,8 +221,15 @@ class GitReader:
         """The repository check and the filter overrides: from the cache while the
         fingerprint they were computed from is unchanged, else computed (two git runs)."""
         here = os.path.realpath(cwd)
-        key = (here, ws.root, ws.confined, (ws.anchor or ws).root, git, env.get("HOME"),
-               env.get("XDG_CONFIG_HOME"))  # fmt: skip
+        key = (
+            here,
+            ws.root,
+            ws.confined,
+            (ws.anchor or ws).root,
+            git,
+            env.get("HOME"),
+            env.get("XDG_CONFIG_HOME"),
+        )
         with self._lock:
             cached = self._checked.get(key)
         if cached is not None and _fingerprint(here, cached[1], env) == cached[0]:
@@ -348,9 +361,14 @@ def _run(
     # group instead, and the wait blocks.
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+            argv,
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except OSError as exc:
         raise GitError(f"git could not start ({exc.strerror})") from None
     expired = threading.Event()

@@ -58,13 +58,22 @@ def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool)
     try:  # one lock for the checkpoint line and the journal entry
         with state_lock(ws):
             if checkpoints:
-                call.recorder.finish(call.tool, ts, change, locked=True, by=subject,
-                                     who=_who(call.extra))  # fmt: skip
+                call.recorder.finish(
+                    call.tool, ts, change, locked=True, by=subject, who=_who(call.extra)
+                )
             memory.record(
-                ws, call.tool, paths=act.paths, detail=act.detail, result=result,
-                change=change or "", entry_id=call.id, ts=ts, locked=True, by=subject,
+                ws,
+                call.tool,
+                paths=act.paths,
+                detail=act.detail,
+                result=result,
+                change=change or "",
+                entry_id=call.id,
+                ts=ts,
+                locked=True,
+                by=subject,
                 extra={**call.extra, "approval": act.approval} if act.approval else call.extra,
-            )  # fmt: skip
+            )
     except Exception as exc:  # best effort: never changes the answer
         log.warning("journal write failed in %s: %s", ws.name, exc)
 

@@ -51,9 +51,11 @@ class PathLocks:
 
         home = ws.anchor or ws  # a subpath session shares its workspace's stripes
         stripes = sorted(
-            {int.from_bytes(hashlib.blake2b(k.encode(), digest_size=4).digest()) % LOCK_STRIPES
-             for k in keys}
-        )  # fmt: skip
+            {
+                int.from_bytes(hashlib.blake2b(k.encode(), digest_size=4).digest()) % LOCK_STRIPES
+                for k in keys
+            }
+        )
         fds: list[int] = []
         try:
             ensure_state_dir(home)

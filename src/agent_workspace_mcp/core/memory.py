@@ -153,9 +153,13 @@ class Memory:
         return self.journal(ws).newest(min(limit, WORK_LOG_MAX), keep, whole=whole)
 
     def call_ids(
-        self, ws: Workspace, *, session: str | None = None, change: str | None = None,
+        self,
+        ws: Workspace,
+        *,
+        session: str | None = None,
+        change: str | None = None,
         by: str | None = None,
-    ) -> set[str]:  # fmt: skip
+    ) -> set[str]:
         """The ids of every journaled call of one session or change (`by`: of that subject
         only), however old: what undo and review act on must be complete, never the most
         recent part (the journal itself is bounded: two files of at most max_bytes)."""

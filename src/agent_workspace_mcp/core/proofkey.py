@@ -86,8 +86,12 @@ def _load(where: str) -> bytes:
             raise WorkspaceError(f"the approval key {path} cannot be opened ({why})") from None
         try:
             st = os.fstat(fd)
-            if (not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid()
-                    or st.st_mode & 0o077 or st.st_nlink != 1):  # fmt: skip
+            if (
+                not stat.S_ISREG(st.st_mode)
+                or st.st_uid != os.geteuid()
+                or st.st_mode & 0o077
+                or st.st_nlink != 1
+            ):
                 raise WorkspaceError(
                     f"the approval key {path} is not a private regular file of this user"
                 )

@@ -169,8 +169,12 @@ class Records:
             probe = posixpath.dirname(probe)
         return latest
 
-    def update(self, agent: Agent, seen: dict[str, str | None],
-               written: dict[str, str | None] | None = None) -> None:  # fmt: skip
+    def update(
+        self,
+        agent: Agent,
+        seen: dict[str, str | None],
+        written: dict[str, str | None] | None = None,
+    ) -> None:
         """Set (or, with None, forget) what `agent` has seen; record it as the last writer
         of `written` (None: it removed the file)."""
         name = _record_name(agent.session)
@@ -382,8 +386,9 @@ def _ago(then: float) -> str:
     return f"{seconds // 3600} h ago"
 
 
-def _refusal(shown: str, now: bytes | None, now_digest: str | None,
-             last: dict[str, Any] | None, retry: str) -> str:  # fmt: skip
+def _refusal(
+    shown: str, now: bytes | None, now_digest: str | None, last: dict[str, Any] | None, retry: str
+) -> str:
     if last is not None and last.get("h") == now_digest:
         if last.get("s") == OPERATOR.session and last.get("c") == OPERATOR.client:
             who = "the operator in the console"

@@ -541,9 +541,12 @@ class JsonlStream:
                 end = start
         return found
 
-    def page(self, before: int | None, limit: int,
-             keep: Callable[[dict[str, Any]], bool] = lambda r: True,
-             ) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
+    def page(
+        self,
+        before: int | None,
+        limit: int,
+        keep: Callable[[dict[str, Any]], bool] = lambda r: True,
+    ) -> tuple[list[dict[str, Any]], int | None]:
         """Up to `limit` matching records of the current file older than offset `before`
         (None: from its end), newest first, and the cursor for the page after (None when
         the file's start was reached). Each step reads one bounded window."""

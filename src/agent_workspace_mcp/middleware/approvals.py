@@ -126,8 +126,10 @@ class ApprovalGate(Middleware):
         if self.paths is None or not self._writes(tool):
             return None
         if not scope.complete:
-            return (f"--confirm-path (more than {limits.TOUCHED_ENTRIES_MAX} entries below "
-                    "what it changes were not all looked at)")  # fmt: skip
+            return (
+                f"--confirm-path (more than {limits.TOUCHED_ENTRIES_MAX} entries below "
+                "what it changes were not all looked at)"
+            )
         for path in scope.paths:
             if self.protects(path):
                 return f"--confirm-path ({path})"
@@ -155,8 +157,9 @@ class ApprovalGate(Middleware):
 
         return check
 
-    async def scope(self, context: MiddlewareContext, call_next, tool: str, ws,
-                    args: dict[str, Any]) -> Touched:  # fmt: skip
+    async def scope(
+        self, context: MiddlewareContext, call_next, tool: str, ws, args: dict[str, Any]
+    ) -> Touched:
         """The paths the call touches: resolved from its arguments, or for an undo, the
         ones its own dry run reports (they come from the records, not the arguments)."""
         if tool not in REVERTS:
@@ -179,9 +182,14 @@ class ApprovalGate(Middleware):
             return found
         try:
             result = undoing.restore(
-                ws, self.services.checkpoints(ws), self.services.locks, path, before,
-                subject=history_subject(self.services.settings.share_history), dry_run=True,
-            )  # fmt: skip
+                ws,
+                self.services.checkpoints(ws),
+                self.services.locks,
+                path,
+                before,
+                subject=history_subject(self.services.settings.share_history),
+                dry_run=True,
+            )
         except WorkspaceError:
             return found  # the tool refuses the same arguments itself
         for _verb, rel, _note in result.lines:
@@ -190,8 +198,15 @@ class ApprovalGate(Middleware):
 
     # --- what the person sees --------------------------------------------------------------
 
-    async def summary(self, context: MiddlewareContext, call_next, tool: str, ws,
-                      args: dict[str, Any], scope: Touched | None) -> str:  # fmt: skip
+    async def summary(
+        self,
+        context: MiddlewareContext,
+        call_next,
+        tool: str,
+        ws,
+        args: dict[str, Any],
+        scope: Touched | None,
+    ) -> str:
         shown = {k: v for k, v in args.items() if k != "workspace"}
         head = f"{tool} in workspace {ws.name}"
         if scope is not None and scope.paths:
@@ -282,9 +297,16 @@ class ApprovalGate(Middleware):
             """The pending request for this call, showing what will run (refused if a
             person denied this very call lately)."""
             shown = await self.summary(context, call_next, ours, ws, args, scope)
-            record = await off(self.approvals.request, ws, tool=tool, call_digest=call_digest,
-                               summary=shown, subject=subject, session=session,
-                               client=client)  # fmt: skip
+            record = await off(
+                self.approvals.request,
+                ws,
+                tool=tool,
+                call_digest=call_digest,
+                summary=shown,
+                subject=subject,
+                session=session,
+                client=client,
+            )
             if record["status"] == DENIED:
                 raise _refused(record, why)
             return record
@@ -330,12 +352,15 @@ class ApprovalGate(Middleware):
         left = max(0, int(float(record["expires"]) - self.approvals.clock()))
         activity.approved(f"{record['id']} pending in the console")
         activity.record(result="pending approval")
-        return ToolResult(content=(
-            f"Not run yet: {tool} needs a person's approval ({why}). Asked as {record['id']} in "
-            f"the operator console; no answer within {int(limits.CONFIRM_WAIT_SECONDS)} s. "
-            f"Repeat this exact call once it is approved (approval_status('{record['id']}') "
-            f"says when); with no answer in {left} s it is refused."
-        ))  # fmt: skip
+        return ToolResult(
+            content=(
+                f"Not run yet: {tool} needs a person's approval ({why}). Asked as "
+                f"{record['id']} in the operator console; no answer within "
+                f"{int(limits.CONFIRM_WAIT_SECONDS)} s. "
+                f"Repeat this exact call once it is approved (approval_status('{record['id']}') "
+                f"says when); with no answer in {left} s it is refused."
+            )
+        )
 
     async def _wait(self, ws, record: dict[str, Any], deadline: float) -> dict[str, Any]:
         """The record once decided, or as it is at the deadline."""
@@ -373,8 +398,15 @@ class ApprovalGate(Middleware):
         answer = answers[ASK]
         content = getattr(answer, "content", None) or {}
         approve = getattr(answer, "action", "") == "accept" and content.get("approve") is True
-        return await self._settle(ws, record, approve, client, "input_required",
-                                  getattr(answer, "action", "?"), call_digest)  # fmt: skip
+        return await self._settle(
+            ws,
+            record,
+            approve,
+            client,
+            "input_required",
+            getattr(answer, "action", "?"),
+            call_digest,
+        )
 
     async def _elicit(self, ctx, ws, record, why: str, call_digest: str, client, deadline):
         """Ask a 2025-11-25 client (elicitation); None when it did not answer in time."""
@@ -393,19 +425,29 @@ class ApprovalGate(Middleware):
         )
         return await self._settle(ws, record, approve, client, "elicitation", action, call_digest)
 
-    async def _settle(self, ws, record, approve: bool, client, how: str, action: str,
-                      call_digest: str):  # fmt: skip
+    async def _settle(
+        self, ws, record, approve: bool, client, how: str, action: str, call_digest: str
+    ):
         who = f"the client ({client or 'unnamed'}; a client may answer on its own)"
         try:
-            settled = await anyio.to_thread.run_sync(lambda: self.approvals.decide(
-                ws, record["id"], approve=approve, by=who, via=f"client:{how}:{action}",
-                call_digest=call_digest))  # fmt: skip
+            settled = await anyio.to_thread.run_sync(
+                lambda: self.approvals.decide(
+                    ws,
+                    record["id"],
+                    approve=approve,
+                    by=who,
+                    via=f"client:{how}:{action}",
+                    call_digest=call_digest,
+                )
+            )
         except ApprovalRefused:
             settled = await anyio.to_thread.run_sync(
                 lambda: self.approvals.get(ws, record["id"], operator=True)
             )
-        activity.approved(f"{record['id']} {settled['status']} by {who} via client:{how}:{action} "
-                          f"(digest {call_digest[:12]})")  # fmt: skip
+        activity.approved(
+            f"{record['id']} {settled['status']} by {who} via client:{how}:{action} "
+            f"(digest {call_digest[:12]})"
+        )
         return settled
 
 
@@ -429,16 +471,24 @@ def _can_elicit(ctx) -> bool:
 
 
 def _message(record: dict[str, Any], why: str) -> str:
-    return (f"Approve this call? ({why}; approval {record['id']}, asked by "
-            f"{record.get('subject') or 'the agent'})\n\n{record['summary']}")  # fmt: skip
+    return (
+        f"Approve this call? ({why}; approval {record['id']}, asked by "
+        f"{record.get('subject') or 'the agent'})\n\n{record['summary']}"
+    )
 
 
 def _input_required(record: dict[str, Any], why: str) -> mcp_types.InputRequiredResult:
-    schema = {"type": "object", "required": ["approve"], "properties": {
-        "approve": {"type": "boolean", "title": "Run it", "default": False}}}  # fmt: skip
+    schema = {
+        "type": "object",
+        "required": ["approve"],
+        "properties": {"approve": {"type": "boolean", "title": "Run it", "default": False}},
+    }
     # Decision's schema, as a 2025-11-25 client is asked through ctx.elicit
-    request = mcp_types.ElicitRequest(params=mcp_types.ElicitRequestFormParams(
-        message=_message(record, why), requested_schema=schema))  # fmt: skip
+    request = mcp_types.ElicitRequest(
+        params=mcp_types.ElicitRequestFormParams(
+            message=_message(record, why), requested_schema=schema
+        )
+    )
     return mcp_types.InputRequiredResult(input_requests={ASK: request}, request_state=record["id"])
 
 

@@ -87,8 +87,10 @@ class JournalMiddleware(Middleware):
 
                 def write() -> None:
                     journaling.write(
-                        call, self.services.memory, subject=subject,
+                        call,
+                        self.services.memory,
+                        subject=subject,
                         checkpoints=settings.checkpoints,
-                    )  # fmt: skip
+                    )
 
                 await anyio.to_thread.run_sync(write)

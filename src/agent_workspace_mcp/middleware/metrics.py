@@ -36,20 +36,26 @@ class Metrics:
     def __init__(self, services: Services) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.calls = Counter(
-            "awm_tool_calls", "Tool calls by tool and outcome.", ["tool", "outcome"],
+            "awm_tool_calls",
+            "Tool calls by tool and outcome.",
+            ["tool", "outcome"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.latency = Histogram(
-            "awm_tool_call_seconds", "Tool call latency.", ["tool"],
-            buckets=LATENCY_BUCKETS, registry=self.registry,
-        )  # fmt: skip
+            "awm_tool_call_seconds",
+            "Tool call latency.",
+            ["tool"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.answer_bytes = Counter(
             "awm_answer_bytes", "Bytes of text answers.", ["tool"], registry=self.registry
         )
         self.auth_failures = Counter(
-            "awm_auth_failures", "Requests refused for missing or bad credentials.",
+            "awm_auth_failures",
+            "Requests refused for missing or bad credentials.",
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.shared_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
         self.jobs = services.jobs
         if self.shared_dir is None:

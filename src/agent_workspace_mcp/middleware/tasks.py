@@ -42,8 +42,12 @@ _MODERN = frozenset(MODERN_PROTOCOL_VERSIONS)
 
 # Job status -> task status. A job killed (tasks/cancel, job_kill, the console) was
 # cancelled; one that timed out ran and ended, and its answer says so, as a call's does.
-_STATUS = {"running": "working", "exited": "completed", "timed-out": "completed",
-           "killed": "cancelled"}  # fmt: skip
+_STATUS = {
+    "running": "working",
+    "exited": "completed",
+    "timed-out": "completed",
+    "killed": "cancelled",
+}
 
 
 class TaskParams(RequestParams):

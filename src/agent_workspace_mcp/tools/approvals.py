@@ -31,8 +31,10 @@ def approval_status(
         return f"{record['id']} ({tool}): waiting for a person; refused if unanswered in {left} s"
     if status == APPROVED:
         left = max(0, int(float(record["use_by"]) - time.time()))
-        return (f"{record['id']} ({tool}): approved by {record.get('decided_by')}; repeat the "
-                f"exact call within {left} s to run it (once)")  # fmt: skip
+        return (
+            f"{record['id']} ({tool}): approved by {record.get('decided_by')}; repeat the "
+            f"exact call within {left} s to run it (once)"
+        )
     if status == DENIED:
         return f"{record['id']} ({tool}): denied by {record.get('decided_by')}; do not repeat it"
     if status == USED:
@@ -43,5 +45,4 @@ def approval_status(
 def register(app: FastMCP, services: Services) -> None:
     if services.approvals is None:
         return  # no --confirm: nothing ever waits
-    add_tool(app, bind(approval_status, services), annotations=READ_ONLY,
-             title="Approval status")  # fmt: skip
+    add_tool(app, bind(approval_status, services), annotations=READ_ONLY, title="Approval status")

@@ -238,8 +238,9 @@ def write_file(
     return answer + _write_diff(loc.display, doc, content, current, len(data))
 
 
-def _write_diff(display: str, doc: TextDoc | None, content: str, current: bytes | None,
-                size: int) -> str:  # fmt: skip
+def _write_diff(
+    display: str, doc: TextDoc | None, content: str, current: bytes | None, size: int
+) -> str:
     """What a write over an existing text file changed, short and bounded (issue 44):
     clients that render no MCP App show only the answer of what an agent changed."""
     if current is None:

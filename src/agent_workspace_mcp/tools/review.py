@@ -83,8 +83,10 @@ def review_changes(
         rows.append(f"  {d.change:<8}  {d.path}{counts}  (first #{first[d.path]})")
     if len(diffs) > limits.UNDO_LINES_SHOWN:
         rows.append(f"  ... and {len(diffs) - limits.UNDO_LINES_SHOWN} more")
-    rows.append("Undo a file: restore_file(path, before=<its first id>); everything: "
-                + (f"undo(change={change})" if change else "undo(to=<the first id>)"))  # fmt: skip
+    rows.append(
+        "Undo a file: restore_file(path, before=<its first id>); everything: "
+        + (f"undo(change={change})" if change else "undo(to=<the first id>)")
+    )
     return "\n".join(rows)
 
 
@@ -121,13 +123,23 @@ def review_changes_data(
     waiting = []
     if services.approvals is not None and after == 0:  # shown only: answered in the console
         subject = current_subject()
-        waiting = [{"id": r["id"], "tool": r.get("tool"), "summary": r.get("summary")}
-                   for r in services.approvals.pending(ws)
-                   if r.get("status") == "pending" and r.get("subject") == subject]  # fmt: skip
-    return json.dumps({"workspace": ws.name, "what": what, "ids": sorted(ids)[: limits.REVIEW_IDS],
-                       "files": files, "total": len(diffs),
-                       "next": index if index < len(diffs) else None, "approvals": waiting,
-                       "canUndo": not services.settings.read_only})  # fmt: skip
+        waiting = [
+            {"id": r["id"], "tool": r.get("tool"), "summary": r.get("summary")}
+            for r in services.approvals.pending(ws)
+            if r.get("status") == "pending" and r.get("subject") == subject
+        ]
+    return json.dumps(
+        {
+            "workspace": ws.name,
+            "what": what,
+            "ids": sorted(ids)[: limits.REVIEW_IDS],
+            "files": files,
+            "total": len(diffs),
+            "next": index if index < len(diffs) else None,
+            "approvals": waiting,
+            "canUndo": not services.settings.read_only,
+        }
+    )
 
 
 def review_undo(
@@ -141,11 +153,15 @@ def review_undo(
     """The review panel's undo (as `undo`)."""
     ws = services.workspaces.get(workspace)
     result = undoing.undo(
-        ws, services.checkpoints(ws), services.locks,
+        ws,
+        services.checkpoints(ws),
+        services.locks,
         subject=history_subject(services.settings.share_history),
-        ids=({str(i) for i in ids}, "the reviewed calls"), under=path,
-        dry_run=dryRun, force=force,
-    )  # fmt: skip
+        ids=({str(i) for i in ids}, "the reviewed calls"),
+        under=path,
+        dry_run=dryRun,
+        force=force,
+    )
     return undoing.render(result, dry_run=dryRun, head="undo")
 
 
@@ -157,12 +173,31 @@ def register(app: FastMCP, services: Services) -> None:
     if not services.settings.checkpoints:
         return  # nothing recorded to review or undo
     app_only = {"ui": {"visibility": ["app"]}}  # the panel calls them; hosts hide them
-    add_tool(app, bind(review_changes, services), annotations=READ_ONLY,
-             title="Review changes", meta={"ui": {"resourceUri": PANEL_URI}})  # fmt: skip
-    add_tool(app, bind(review_changes_data, services), annotations=READ_ONLY,
-             title="Review data", meta=app_only)  # fmt: skip
+    add_tool(
+        app,
+        bind(review_changes, services),
+        annotations=READ_ONLY,
+        title="Review changes",
+        meta={"ui": {"resourceUri": PANEL_URI}},
+    )
+    add_tool(
+        app,
+        bind(review_changes_data, services),
+        annotations=READ_ONLY,
+        title="Review data",
+        meta=app_only,
+    )
     if not services.settings.read_only:
-        add_tool(app, bind(review_undo, services), annotations=DESTRUCTIVE,
-                 title="Review undo", meta=app_only)  # fmt: skip
-    app.resource(PANEL_URI, name="review_panel", mime_type=PANEL_MIME,
-                 description="The review_changes panel (MCP Apps)")(panel)  # fmt: skip
+        add_tool(
+            app,
+            bind(review_undo, services),
+            annotations=DESTRUCTIVE,
+            title="Review undo",
+            meta=app_only,
+        )
+    app.resource(
+        PANEL_URI,
+        name="review_panel",
+        mime_type=PANEL_MIME,
+        description="The review_changes panel (MCP Apps)",
+    )(panel)

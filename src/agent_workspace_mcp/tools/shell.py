@@ -92,8 +92,16 @@ class Commands:
     def cwd(self, ws: Workspace, cwd: str | None) -> str:
         return self.runner.cwd(ws, cwd)
 
-    async def run(self, ctx: Context | None, ws: Workspace, argv: list[str], executable: str,
-                  cwd: str, timeout_ms: int, background: bool) -> str:  # fmt: skip
+    async def run(
+        self,
+        ctx: Context | None,
+        ws: Workspace,
+        argv: list[str],
+        executable: str,
+        cwd: str,
+        timeout_ms: int,
+        background: bool,
+    ) -> str:
         async def progress(elapsed: float, total: float, command: str) -> None:
             if ctx is not None:
                 await _progress(ctx, elapsed, total, command)
@@ -105,9 +113,18 @@ class Commands:
             if task is not None:
                 task.job_id = job.id
 
-        return await self.runner.run(ws, argv, executable, cwd, timeout_ms, background,
-                                     owner=current_subject(), progress=progress,
-                                     promote_after_ms=promote, became_job=became_job)  # fmt: skip
+        return await self.runner.run(
+            ws,
+            argv,
+            executable,
+            cwd,
+            timeout_ms,
+            background,
+            owner=current_subject(),
+            progress=progress,
+            promote_after_ms=promote,
+            became_job=became_job,
+        )
 
 
 async def _progress(ctx: Context, elapsed: float, total: float, command: str) -> None:
@@ -250,8 +267,15 @@ async def start_job(
     ws = runner.services.workspaces.get(workspace)
     cwd_real = runner.cwd(ws, cwd)
     executable = runner.policy.resolve(command[0], cwd_real)
-    return await runner.runner.start(ws, command, executable, cwd_real, owner=current_subject(),
-                                     name=name, max_runtime_ms=maxRuntimeMs)  # fmt: skip
+    return await runner.runner.start(
+        ws,
+        command,
+        executable,
+        cwd_real,
+        owner=current_subject(),
+        name=name,
+        max_runtime_ms=maxRuntimeMs,
+    )
 
 
 def job_status(
@@ -345,8 +369,13 @@ def register(app: FastMCP, services: Services) -> None:
         if enabled(settings):
             fn, annotations, title = tools[name]
             # Each tool that starts a program says so (and add_tool holds it to the list).
-            add_tool(app, bind(fn, runner), annotations=annotations, title=title,
-                     executes=fn in (run_command, start_job, bash, run_task))  # fmt: skip
+            add_tool(
+                app,
+                bind(fn, runner),
+                annotations=annotations,
+                title=title,
+                executes=fn in (run_command, start_job, bash, run_task),
+            )
 
 
 def _describe_job(services: Services, job: JobView, tail_bytes: int) -> str:

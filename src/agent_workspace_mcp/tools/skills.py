@@ -175,13 +175,25 @@ def register(app: FastMCP, services: Services) -> None:
         return render_workspaces(services)
 
     for uri, name, fn, description in (
-        ("resource://skills", "skills", skills_catalog,
-         "Installed Agent Skills, one per line: name — description."),
-        ("resource://cwd", "cwd", cwd,
-         "The primary workspace root (the process cwd in unconfined mode)."),
-        ("resource://workspaces", "workspaces", workspaces,
-         "The configured workspaces, as workspace_list shows them."),
-    ):  # fmt: skip
+        (
+            "resource://skills",
+            "skills",
+            skills_catalog,
+            "Installed Agent Skills, one per line: name — description.",
+        ),
+        (
+            "resource://cwd",
+            "cwd",
+            cwd,
+            "The primary workspace root (the process cwd in unconfined mode).",
+        ),
+        (
+            "resource://workspaces",
+            "workspaces",
+            workspaces,
+            "The configured workspaces, as workspace_list shows them.",
+        ),
+    ):
         app.resource(uri, name=name, mime_type="text/plain", description=description)(fn)
 
     app.add_provider(TolerantSkillsProvider(services))

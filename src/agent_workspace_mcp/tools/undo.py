@@ -40,9 +40,17 @@ def undo(
         made = services.memory.call_ids(ws, session=session, by=subject)
         ids = (made, f"session {session[:40]}")
     result = undoing.undo(
-        ws, services.checkpoints(ws), services.locks, subject=subject,
-        steps=steps, to=to, change=change, ids=ids, dry_run=dryRun, force=force,
-    )  # fmt: skip
+        ws,
+        services.checkpoints(ws),
+        services.locks,
+        subject=subject,
+        steps=steps,
+        to=to,
+        change=change,
+        ids=ids,
+        dry_run=dryRun,
+        force=force,
+    )
     return undoing.render(result, dry_run=dryRun, head="undo")
 
 
@@ -56,9 +64,13 @@ def restore_file(
     whatever changed it since. Undoable."""
     ws = services.workspaces.get(workspace)
     result = undoing.restore(
-        ws, services.checkpoints(ws), services.locks, path, before,
+        ws,
+        services.checkpoints(ws),
+        services.locks,
+        path,
+        before,
         subject=history_subject(services.settings.share_history),
-    )  # fmt: skip
+    )
     return undoing.render(result, dry_run=False, head="restore")
 
 

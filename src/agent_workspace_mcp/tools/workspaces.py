@@ -45,8 +45,10 @@ def _active(services: Services, ws: Workspace) -> list[str]:
     """The sessions that changed files here in the last minutes, and which files: so an
     agent can keep off a colleague's files."""
     since = time.time() - limits.ACTIVE_SESSION_SECONDS
-    recent = services.memory.journal(ws).newest(limits.WORK_LOG_MAX, lambda r: bool(
-        r.get("session") and r.get("paths") and _epoch(r.get("ts")) >= since))  # fmt: skip
+    recent = services.memory.journal(ws).newest(
+        limits.WORK_LOG_MAX,
+        lambda r: bool(r.get("session") and r.get("paths") and _epoch(r.get("ts")) >= since),
+    )
     sessions: dict[str, tuple[str, list[str]]] = {}
     for record in recent:  # newest first
         sid = str(record["session"])

@@ -163,8 +163,10 @@ class Handover:
             self.cache.put(key, line)
             return False
         if early[1] != line:
-            say("the answer sent before start-up finished differed from the server's own; "
-                "it is replaced for the next start")  # fmt: skip
+            say(
+                "the answer sent before start-up finished differed from the server's own; "
+                "it is replaced for the next start"
+            )
             assert self.cache is not None
             self.cache.put(key, line)
             if b'"tools"' in line:

@@ -158,9 +158,10 @@ class ApiKeyHeader:
                         why = "invalid or expired token"
                     body = json.dumps({"error": why}).encode()
                     headers = [
-                        (k, v) for k, v in start.get("headers", [])
+                        (k, v)
+                        for k, v in start.get("headers", [])
                         if k.lower() not in (b"content-length", b"content-type")
-                    ]  # fmt: skip
+                    ]
                     headers += [
                         (b"content-type", b"application/json"),
                         (b"content-length", str(len(body)).encode()),
@@ -256,8 +257,10 @@ class FrameGuard:
 
 
 # The one x-mcp-header our tools declare (tools/base.WorkspaceArg), as listed.
-_ROUTED_SCHEMA = {"type": "object", "properties": {
-    "workspace": {"type": "string", "x-mcp-header": "Workspace"}}}  # fmt: skip
+_ROUTED_SCHEMA = {
+    "type": "object",
+    "properties": {"workspace": {"type": "string", "x-mcp-header": "Workspace"}},
+}
 
 
 def _param_mismatch(scope, message: Any) -> bytes | None:

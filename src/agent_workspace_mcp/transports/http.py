@@ -75,11 +75,16 @@ def build_http_app(app: FastMCP, services: Services):
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST", "DELETE"],
             allow_headers=[
-                "authorization", "content-type", "mcp-session-id", "mcp-protocol-version",
-                "last-event-id", "x-api-key", SUBPATH_HEADER,
+                "authorization",
+                "content-type",
+                "mcp-session-id",
+                "mcp-protocol-version",
+                "last-event-id",
+                "x-api-key",
+                SUBPATH_HEADER,
             ],
             expose_headers=["mcp-session-id", "www-authenticate"],
-        )  # fmt: skip
+        )
     hosts = allowed_hosts(settings.host, settings.port, settings.allowed_hosts)
     origins = allowed_origins(settings.host, settings.port, settings.cors_origins)
     return OriginHostGuard(asgi, hosts, origins)
@@ -113,8 +118,9 @@ def _console(services: Services):
         from .workers import shared_key
 
         signing = shared_key(services.jobs.job_dir, "console sessions")
-    keys = Secrets(operator=settings.operator_token, operator_jwt=_operator_jwt(settings),
-                   signing_key=signing)  # fmt: skip
+    keys = Secrets(
+        operator=settings.operator_token, operator_jwt=_operator_jwt(settings), signing_key=signing
+    )
     console = build_console(state, keys, allowed_hosts=None, base_path=CONSOLE_PATH)
     return Starlette(routes=[Mount(CONSOLE_PATH, app=console)])
 
@@ -126,10 +132,13 @@ def _operator_jwt(settings):
     from .auth import JwtVerifier
 
     verifier = JwtVerifier(
-        audience=settings.jwt_audience or "", issuer=settings.jwt_issuer,
-        secret=settings.jwt_secret, public_key=settings.jwt_public_key,
-        jwks_url=settings.jwks_url, algorithm=settings.jwt_algorithm,
-    )  # fmt: skip
+        audience=settings.jwt_audience or "",
+        issuer=settings.jwt_issuer,
+        secret=settings.jwt_secret,
+        public_key=settings.jwt_public_key,
+        jwks_url=settings.jwks_url,
+        algorithm=settings.jwt_algorithm,
+    )
 
     async def allowed(token: str) -> bool:
         access = await verifier.verify_token(token)

@@ -153,8 +153,9 @@ class PathDispatch:
                 return
             if self.fallback and _legacy_fallback(scope):
                 # An old client probing `GET /mcp` without a session: the SSE handshake.
-                await self.legacy({**scope, "path": SSE_PATH, "raw_path": SSE_PATH.encode()},
-                                  receive, send)  # fmt: skip
+                await self.legacy(
+                    {**scope, "path": SSE_PATH, "raw_path": SSE_PATH.encode()}, receive, send
+                )
                 return
         await self.main(scope, receive, send)
 

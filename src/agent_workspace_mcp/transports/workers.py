@@ -123,16 +123,24 @@ class Supervisor:
         assert self.sock is not None
         ready_r, ready_w = os.pipe()
         command = [
-            sys.executable, "-m", "agent_workspace_mcp", WORKER_COMMAND,
-            str(self.sock.fileno()), str(ready_w), str(os.getpid()), *self.argv,
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "agent_workspace_mcp",
+            WORKER_COMMAND,
+            str(self.sock.fileno()),
+            str(ready_w),
+            str(os.getpid()),
+            *self.argv,
+        ]
         try:
             # Its own process group: a Ctrl-C reaches the supervisor only, which then
             # stops the workers once (a second signal would make uvicorn skip cleanup).
             proc = subprocess.Popen(
-                command, env=self._env(), pass_fds=(self.sock.fileno(), ready_w),
+                command,
+                env=self._env(),
+                pass_fds=(self.sock.fileno(), ready_w),
                 process_group=0,
-            )  # fmt: skip
+            )
         finally:
             os.close(ready_w)
         self.workers[proc.pid] = proc

@@ -152,8 +152,9 @@ def build_console(
 
     not_signed_in = (
         "not signed in: sign in at /console/login with the operator credential"
-        if keys.remote else "not signed in: open the URL the console printed"
-    )  # fmt: skip
+        if keys.remote
+        else "not signed in: open the URL the console printed"
+    )
 
     async def guard(request: Request, *, action: bool) -> Response | None:
         refused = foreign(request)
@@ -177,13 +178,20 @@ def build_console(
 
     def html(name: str, status: int = 200, **values: Any) -> Response:
         nonce = secrets.token_urlsafe(16)
-        text = templates.get_template(name).render(base=base_path, nonce=nonce,
-                                                   remote=keys.remote, **values)  # fmt: skip
-        return Response(text, status_code=status, media_type="text/html; charset=utf-8",
-                        headers={"content-security-policy": CSP.format(nonce=nonce),
-                                 "x-content-type-options": "nosniff",
-                                 "referrer-policy": "no-referrer",
-                                 "cache-control": "no-store"})  # fmt: skip
+        text = templates.get_template(name).render(
+            base=base_path, nonce=nonce, remote=keys.remote, **values
+        )
+        return Response(
+            text,
+            status_code=status,
+            media_type="text/html; charset=utf-8",
+            headers={
+                "content-security-policy": CSP.format(nonce=nonce),
+                "x-content-type-options": "nosniff",
+                "referrer-policy": "no-referrer",
+                "cache-control": "no-store",
+            },
+        )
 
     async def login_page(request: Request) -> Response:
         return foreign(request) or html("login.html")
@@ -196,13 +204,20 @@ def build_console(
         if not isinstance(token, str) or not await keys.take_login(token):
             if keys.remote:
                 return _error("not an operator credential", 401)
-            return _error("this sign-in link was already used or is wrong; restart the "
-                          "console for a new one", 401)  # fmt: skip
+            return _error(
+                "this sign-in link was already used or is wrong; restart the console for a new one",
+                401,
+            )
         cookie, page_key = keys.new_session()
         response = _json({"key": page_key})
-        response.set_cookie(cookie_name(request), cookie, httponly=True, samesite="strict",
-                            path=base_path or "/",
-                            max_age=limits.CONSOLE_SESSION_SECONDS)  # fmt: skip
+        response.set_cookie(
+            cookie_name(request),
+            cookie,
+            httponly=True,
+            samesite="strict",
+            path=base_path or "/",
+            max_age=limits.CONSOLE_SESSION_SECONDS,
+        )
         return response
 
     async def page(request: Request) -> Response:
@@ -224,11 +239,16 @@ def build_console(
             return refused
         try:
             found = await off_loop(
-                state.entries, query(request, "workspace"), limit=limits.CONSOLE_ENTRIES,
-                tool=query(request, "tool"), path=query(request, "path"),
-                outcome=query(request, "outcome"), by=query(request, "by"),
-                session=query(request, "session"), since=query(request, "since"),
-            )  # fmt: skip
+                state.entries,
+                query(request, "workspace"),
+                limit=limits.CONSOLE_ENTRIES,
+                tool=query(request, "tool"),
+                path=query(request, "path"),
+                outcome=query(request, "outcome"),
+                by=query(request, "by"),
+                session=query(request, "session"),
+                since=query(request, "since"),
+            )
         except WorkspaceError as exc:
             return _error(str(exc))
         return _json({"entries": found})
@@ -242,8 +262,13 @@ def build_console(
         names = ("tool", "path", "outcome", "by", "session", "since")
         filters = {k: query(request, k) for k in names}
         try:
-            found, cursor = await off_loop(state.older, query(request, "workspace"), before,
-                                           limit=limits.CONSOLE_ENTRIES, **filters)  # fmt: skip
+            found, cursor = await off_loop(
+                state.older,
+                query(request, "workspace"),
+                before,
+                limit=limits.CONSOLE_ENTRIES,
+                **filters,
+            )
         except WorkspaceError as exc:
             return _error(str(exc))
         return _json({"entries": found, "cursor": cursor})
@@ -257,8 +282,12 @@ def build_console(
             return _error("give the path whose history to show")
         raw = request.query_params.get("before", "")
         try:
-            found, cursor = await off_loop(state.file_history, query(request, "workspace"),
-                                           path, int(raw) if raw.isdigit() else None)  # fmt: skip
+            found, cursor = await off_loop(
+                state.file_history,
+                query(request, "workspace"),
+                path,
+                int(raw) if raw.isdigit() else None,
+            )
         except WorkspaceError as exc:
             return _error(str(exc))
         return _json({"entries": found, "cursor": cursor})
@@ -269,9 +298,13 @@ def build_console(
             return refused
         try:
             raw = request.query_params.get("offset", "0")
-            diffs = await off_loop(state.diff, query(request, "workspace"),
-                                   request.query_params.get("id", ""), path=query(request, "path"),
-                                   offset=int(raw) if raw.isdigit() else 0)  # fmt: skip
+            diffs = await off_loop(
+                state.diff,
+                query(request, "workspace"),
+                request.query_params.get("id", ""),
+                path=query(request, "path"),
+                offset=int(raw) if raw.isdigit() else 0,
+            )
         except WorkspaceError as exc:
             return _error(str(exc))
         return _json({"files": as_dicts(diffs)})
@@ -281,9 +314,14 @@ def build_console(
         if refused:
             return refused
         what = request.path_params["what"]
-        source = {"notes": state.notes, "changes": state.changes, "jobs": state.jobs,
-                  "sessions": state.live_sessions, "approvals": state.approvals,
-                  "workspaces": lambda: [ws.name for ws in state.registry]}.get(what)  # fmt: skip
+        source = {
+            "notes": state.notes,
+            "changes": state.changes,
+            "jobs": state.jobs,
+            "sessions": state.live_sessions,
+            "approvals": state.approvals,
+            "workspaces": lambda: [ws.name for ws in state.registry],
+        }.get(what)
         if source is None:
             return _error("unknown listing", 404)
         return _json({what: await off_loop(source)})
@@ -307,11 +345,15 @@ def build_console(
 
         try:
             answer = await off_loop(
-                state.undo, text("workspace"), entry=text("entry"), to=text("to"),
-                change=text("change"), session=text("session"),
+                state.undo,
+                text("workspace"),
+                entry=text("entry"),
+                to=text("to"),
+                change=text("change"),
+                session=text("session"),
                 dry_run=bool(args.get("dryRun")),
                 force=bool(args.get("force")),
-            )  # fmt: skip
+            )
         except WorkspaceError as exc:
             return _error(str(exc), 409)
         return _json({"answer": answer})
@@ -326,8 +368,9 @@ def build_console(
             return _error("give the path and the entry id to restore it as before")
         workspace = args.get("workspace") if isinstance(args.get("workspace"), str) else None
         try:
-            answer = await off_loop(state.restore, workspace, path, before,
-                                    dry_run=bool(args.get("dryRun")))  # fmt: skip
+            answer = await off_loop(
+                state.restore, workspace, path, before, dry_run=bool(args.get("dryRun"))
+            )
             return _json({"answer": answer})
         except WorkspaceError as exc:
             return _error(str(exc), 409)
@@ -391,8 +434,9 @@ def build_console(
                     yield f"event: entry\ndata: {json.dumps(entry)}\n\n".encode()
                 yield b": keep-alive\n\n"
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"cache-control": "no-store"})  # fmt: skip
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"cache-control": "no-store"}
+        )
 
     routes = [
         Route("/login", login_page, methods=["GET"]),

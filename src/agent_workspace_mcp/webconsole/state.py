@@ -34,10 +34,15 @@ OPERATOR = "operator"  # the subject the console's actions are journaled as
 
 
 class ConsoleState:
-    def __init__(self, registry: WorkspaceRegistry, *, journal_max_bytes: int,
-                 checkpoint_max_bytes: int, job_dir: str | None = None,
-                 live_sessions: Callable[[], list[dict[str, Any]]] | None = None,
-                 ) -> None:  # fmt: skip
+    def __init__(
+        self,
+        registry: WorkspaceRegistry,
+        *,
+        journal_max_bytes: int,
+        checkpoint_max_bytes: int,
+        job_dir: str | None = None,
+        live_sessions: Callable[[], list[dict[str, Any]]] | None = None,
+    ) -> None:
         self.registry = registry
         self.memory = Memory(journal_max_bytes)
         self.checkpoint_max_bytes = checkpoint_max_bytes
@@ -70,8 +75,16 @@ class ConsoleState:
     ) -> list[dict[str, Any]]:
         """Journal entries, newest first, across the workspaces (or one), filtered."""
         found: list[dict[str, Any]] = []
-        keep = _keep({"tool": tool, "path": path, "outcome": outcome, "by": by,
-                      "session": session, "since": since})  # fmt: skip
+        keep = _keep(
+            {
+                "tool": tool,
+                "path": path,
+                "outcome": outcome,
+                "by": by,
+                "session": session,
+                "since": since,
+            }
+        )
         for ws in [self.workspace(name)] if name else list(self.registry):
             for record in self.memory.journal(ws).newest(limit, lambda r: keep(shaped(r))):
                 found.append({**shaped(record), "workspace": ws.name})
@@ -82,8 +95,9 @@ class ConsoleState:
         """Changes whenever any workspace's journal gets an entry (cheap: one stat each)."""
         return tuple(self.memory.journal(ws).mark() for ws in self.registry)
 
-    def older(self, name: str | None, before: int | None, *, limit: int = 200,
-              **filters: str | None) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
+    def older(
+        self, name: str | None, before: int | None, *, limit: int = 200, **filters: str | None
+    ) -> tuple[list[dict[str, Any]], int | None]:
         """One workspace's entries older than journal offset `before`, newest first, and
         the cursor of the page after (None: the start of the current journal file)."""
         ws = self.workspace(name)
@@ -91,8 +105,12 @@ class ConsoleState:
         records, cursor = self.memory.journal(ws).page(before, limit, lambda r: keep(shaped(r)))
         return [{**shaped(r), "workspace": ws.name} for r in records], cursor
 
-    def file_history(self, name: str | None, path: str, before: int | None = None,
-                     ) -> tuple[list[dict[str, Any]], int | None]:  # fmt: skip
+    def file_history(
+        self,
+        name: str | None,
+        path: str,
+        before: int | None = None,
+    ) -> tuple[list[dict[str, Any]], int | None]:
         """What happened to one file: the calls that named it (or a path under it),
         newest first, each with the +/- lines it made to that file, and the cursor of the
         next page (as `older`)."""
@@ -103,8 +121,9 @@ class ConsoleState:
             named = (p.strip("/") for p in shaped(record)["paths"])
             return any(p == path or p.startswith(path + "/") for p in named)
 
-        records, cursor = self.memory.journal(ws).page(before, limits.CONSOLE_HISTORY_ENTRIES,
-                                                       touches)  # fmt: skip
+        records, cursor = self.memory.journal(ws).page(
+            before, limits.CONSOLE_HISTORY_ENTRIES, touches
+        )
         found = []
         for record in map(shaped, records):
             row: dict[str, Any] = {**record, "workspace": ws.name}
@@ -122,17 +141,26 @@ class ConsoleState:
 
     # --- diffs -------------------------------------------------------------------
 
-    def diff(self, name: str | None, entry_id: str, *, path: str | None = None,
-             offset: int = 0) -> list[FileDiff]:  # fmt: skip
+    def diff(
+        self, name: str | None, entry_id: str, *, path: str | None = None, offset: int = 0
+    ) -> list[FileDiff]:
         """What one call changed, per path (core/checkpoints/diffs)."""
         ws = self.workspace(name)
         return entry_diffs(ws, self.store(ws), entry_id, path=path, offset=offset)
 
     # --- human actions -------------------------------------------------------------
 
-    def undo(self, name: str | None, *, entry: str | None = None, to: str | None = None,
-             change: str | None = None, session: str | None = None, dry_run: bool,
-             force: bool = False) -> str:  # fmt: skip
+    def undo(
+        self,
+        name: str | None,
+        *,
+        entry: str | None = None,
+        to: str | None = None,
+        change: str | None = None,
+        session: str | None = None,
+        dry_run: bool,
+        force: bool = False,
+    ) -> str:
         """Undo as the operator (everyone's history), journaled like the tool, so it can be
         undone in turn; a dry run is not journaled. `session`: every call that connection
         made (from the journal)."""
@@ -143,8 +171,18 @@ class ConsoleState:
             ids = (self.memory.call_ids(ws, session=session), f"session {session[:40]}")
 
         def run() -> str:
-            result = undoing.undo(ws, store, self.locks, subject=None, entry=entry, to=to,
-                                  change=change, ids=ids, dry_run=dry_run, force=force)  # fmt: skip
+            result = undoing.undo(
+                ws,
+                store,
+                self.locks,
+                subject=None,
+                entry=entry,
+                to=to,
+                change=change,
+                ids=ids,
+                dry_run=dry_run,
+                force=force,
+            )
             return undoing.render(result, dry_run=dry_run, head="undo")
 
         if dry_run:
@@ -158,8 +196,9 @@ class ConsoleState:
         ws = self.workspace(name)
         store = self.store(ws)
         if dry_run:
-            result = undoing.restore(ws, store, self.locks, path, before, subject=None,
-                                     dry_run=True)  # fmt: skip
+            result = undoing.restore(
+                ws, store, self.locks, path, before, subject=None, dry_run=True
+            )
             return undoing.render(result, dry_run=True, head="restore")
         with journaled(ws, "restore_file", store=store, memory=self.memory, subject=OPERATOR):
             result = undoing.restore(ws, store, self.locks, path, before, subject=None)
@@ -184,14 +223,18 @@ class ConsoleState:
         """The operator's decision, journaled as theirs (who, how, when, the digest)."""
         ws = self.workspace(name)
         verb = "approve" if approve else "deny"
-        with journaled(ws, verb, store=self.store(ws), memory=self.memory, subject=OPERATOR,
-                       checkpoints=False):  # fmt: skip
-            record = self.approval_store.decide(ws, approval_id, approve=approve,
-                                                by=OPERATOR, via="console")  # fmt: skip
-            activity.record(detail=f"{record['id']} {record.get('tool')} asked by "
-                                   f"{record.get('subject') or 'the agent'} "
-                                   f"(digest {str(record.get('digest'))[:12]})",
-                            result=record["status"])  # fmt: skip
+        with journaled(
+            ws, verb, store=self.store(ws), memory=self.memory, subject=OPERATOR, checkpoints=False
+        ):
+            record = self.approval_store.decide(
+                ws, approval_id, approve=approve, by=OPERATOR, via="console"
+            )
+            activity.record(
+                detail=f"{record['id']} {record.get('tool')} asked by "
+                f"{record.get('subject') or 'the agent'} "
+                f"(digest {str(record.get('digest'))[:12]})",
+                result=record["status"],
+            )
         return f"{record['id']} ({record.get('tool')}): {record['status']}"
 
     # --- notes, changes, jobs ------------------------------------------------------
@@ -211,12 +254,24 @@ class ConsoleState:
                     record = self.changes_store.load(ws, change_id)
                 except WorkspaceError:
                     continue  # a damaged record is named by change_status, not here
-                tasks = [{"id": str(t.get("id", "")), "text": str(t.get("text", "")),
-                          "status": str(t.get("status", ""))}
-                         for t in record.get("tasks", []) if isinstance(t, dict)]  # fmt: skip
-                found.append({"workspace": ws.name, "id": change_id,
-                              "title": str(record.get("title", "")),
-                              "active": change_id == active, "tasks": tasks})  # fmt: skip
+                tasks = [
+                    {
+                        "id": str(t.get("id", "")),
+                        "text": str(t.get("text", "")),
+                        "status": str(t.get("status", "")),
+                    }
+                    for t in record.get("tasks", [])
+                    if isinstance(t, dict)
+                ]
+                found.append(
+                    {
+                        "workspace": ws.name,
+                        "id": change_id,
+                        "title": str(record.get("title", "")),
+                        "active": change_id == active,
+                        "tasks": tasks,
+                    }
+                )
         return found
 
     def jobs(self) -> list[dict[str, Any]]:
@@ -244,8 +299,14 @@ class ConsoleState:
         if record.get("status") != "running":
             return f"job {record['id']} is not running ({record.get('status')})"
         ws = self._workspace_of(str(record.get("cwd", "")))
-        with journaled(ws, "job_kill", store=self.store(ws), memory=self.memory,
-                       subject=OPERATOR, checkpoints=False):  # fmt: skip
+        with journaled(
+            ws,
+            "job_kill",
+            store=self.store(ws),
+            memory=self.memory,
+            subject=OPERATOR,
+            checkpoints=False,
+        ):
             activity.record(detail=record["id"])
             records.update(record["id"], kill_requested=True)
             records.signal_job(record)

@@ -30,24 +30,28 @@ class FileDiff:
     note: str = ""  # binary, too large, content not kept
 
 
-def entry_diffs(ws: Workspace, store: Store, entry_id: str, *, path: str | None = None,
-                offset: int = 0) -> list[FileDiff]:  # fmt: skip
+def entry_diffs(
+    ws: Workspace, store: Store, entry_id: str, *, path: str | None = None, offset: int = 0
+) -> list[FileDiff]:
     """What one call changed, per path, from its checkpoint: unified diffs for text,
     CONSOLE_DIFF_LINES at a time (`path` and `offset`: the next page of one file's)."""
     history = History(store, None)
     entry = history.entries[history.find(entry_id)]
     if entry.paths is None:
         raise WorkspaceError(f"#{entry.id} has no checkpoint left (pruned or damaged)")
-    return [file_diff(ws, store, rel, before, after, offset)
-            for rel, (before, after) in sorted(entry.paths.items())
-            if path is None or rel == path]  # fmt: skip
+    return [
+        file_diff(ws, store, rel, before, after, offset)
+        for rel, (before, after) in sorted(entry.paths.items())
+        if path is None or rel == path
+    ]
 
 
 _KIND = {"f": "file", "d": "dir", "l": "link"}  # a recorded state's type, as people say it
 
 
-def file_diff(ws: Workspace, store: Store, rel: str, before: State, after: State,
-              offset: int = 0) -> FileDiff:  # fmt: skip
+def file_diff(
+    ws: Workspace, store: Store, rel: str, before: State, after: State, offset: int = 0
+) -> FileDiff:
     kinds = (before.get("t"), after.get("t"))
     if kinds == ("-", "f"):
         change = "created"
@@ -77,8 +81,7 @@ def file_diff(ws: Workspace, store: Store, rel: str, before: State, after: State
     except UnicodeDecodeError:
         result.note = f"binary: {len(old)} -> {len(new)} bytes"
         return result
-    lines = list(difflib.unified_diff(old_lines, new_lines, f"a/{rel}", f"b/{rel}",
-                                      lineterm=""))  # fmt: skip
+    lines = list(difflib.unified_diff(old_lines, new_lines, f"a/{rel}", f"b/{rel}", lineterm=""))
     result.plus = sum(1 for x in lines if x.startswith("+") and not x.startswith("+++"))
     result.minus = sum(1 for x in lines if x.startswith("-") and not x.startswith("---"))
     shown = limits.CONSOLE_DIFF_LINES
@@ -113,8 +116,9 @@ def _content(ws: Workspace, store: Store, rel: str, state: State) -> bytes | Non
     return data if hashlib.sha256(data).hexdigest() == digest else None
 
 
-def net_diffs(ws: Workspace, store: Store, ids: set[str],
-              subject: str | None = None) -> tuple[list[FileDiff], dict[str, str]]:  # fmt: skip
+def net_diffs(
+    ws: Workspace, store: Store, ids: set[str], subject: str | None = None
+) -> tuple[list[FileDiff], dict[str, str]]:
     """What the calls `ids` changed together, per path: from each path's state before the
     first of them to its state after the last (so a file written three times is one
     diff), and for each path the first call's id (what undoing that file starts from).

@@ -175,14 +175,19 @@ class History:
         if last.is_undo:
             at = self.entries.index(last)
             back = f"undo(to={self.entries[at - 1].id})" if at else "undo(to=<the entry before it>)"
-            return (f"nothing to undo: the last recorded call, #{last.id}, was an undo and "
-                    f"every call before it is undone; to take that undo back: {back}")  # fmt: skip
+            return (
+                f"nothing to undo: the last recorded call, #{last.id}, was an undo and "
+                f"every call before it is undone; to take that undo back: {back}"
+            )
         return "nothing to undo: every recorded call is undone (work_log lists them)"
 
     def of_ids(self, ids: set[str], what: str) -> list[Entry]:
         """The calls with these ids (one session's, say), oldest first."""
-        chosen = [e for e in self.entries if e.id in ids and not e.undone and not e.is_undo
-                  and e.effective and self.visible(e)]  # fmt: skip
+        chosen = [
+            e
+            for e in self.entries
+            if e.id in ids and not e.undone and not e.is_undo and e.effective and self.visible(e)
+        ]
         if not chosen:
             raise WorkspaceError(f"nothing to undo: {what} made no recorded change")
         return chosen

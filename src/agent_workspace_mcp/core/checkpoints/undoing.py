@@ -39,8 +39,13 @@ def undo(
     `subject`: only that subject's history (None: everyone's). `under`: only that path
     and what lies below it (the calls stay recorded as not undone: their other paths
     can still be undone)."""
-    chosen_by = (("steps", steps), ("to", to), ("change", change), ("entry", entry),
-                 ("session", ids))  # fmt: skip
+    chosen_by = (
+        ("steps", steps),
+        ("to", to),
+        ("change", change),
+        ("entry", entry),
+        ("session", ids),
+    )
     given = [name for name, value in chosen_by if value]
     if len(given) > 1:
         raise InvalidArgumentError(f"pass one of steps, to or change, not {' and '.join(given)}")
@@ -75,9 +80,15 @@ def undo(
 
 
 def restore(
-    ws: Workspace, store: Store, locks: PathLocks, path: str, before: str, *,
-    subject: str | None, dry_run: bool = False,
-) -> Result:  # fmt: skip
+    ws: Workspace,
+    store: Store,
+    locks: PathLocks,
+    path: str,
+    before: str,
+    *,
+    subject: str | None,
+    dry_run: bool = False,
+) -> Result:
     """Put `path` (a directory: everything recorded under it) back as before entry
     `before`, whatever changed it since (`dry_run`: only say what would change)."""
     with locate(ws, path, follow_final=False, defer_parents=True) as loc:

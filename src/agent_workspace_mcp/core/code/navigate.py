@@ -75,9 +75,10 @@ def source_files(engine: SearchEngine, ws: Workspace, path: str) -> tuple[list[s
 
 def outline_lines(source: Source, depth: int | None) -> list[str]:
     return [
-        d.line() for d in definitions(source.language, source.data)
+        d.line()
+        for d in definitions(source.language, source.data)
         if depth is None or d.depth < depth
-    ]  # fmt: skip
+    ]
 
 
 def _stopped(source: Source) -> str:
@@ -185,9 +186,12 @@ class Found:
 
 
 def find_symbol(
-    engine: SearchEngine, ws: Workspace, name: str, kind: str | None = None,
+    engine: SearchEngine,
+    ws: Workspace,
+    name: str,
+    kind: str | None = None,
     index: SymbolIndex | None = None,
-) -> tuple[list[Found], bool]:  # fmt: skip
+) -> tuple[list[Found], bool]:
     """Where `name` (plain or dotted) is defined across the workspace: ripgrep narrows the
     files to those holding the word (every file, on every core), the symbol index skips
     the unchanged ones known to define no such name, tree-sitter confirms the rest. The
@@ -245,11 +249,19 @@ def names_in(source: Source) -> list[str]:
 # Leaves that name something; comments and strings are other node types, so a word
 # inside them never matches.
 _IDENTIFIERS = {
-    "identifier", "type_identifier", "field_identifier", "property_identifier",
-    "shorthand_property_identifier", "shorthand_property_identifier_pattern",
-    "namespace_identifier", "package_identifier", "private_property_identifier",
-    "statement_identifier", "constant", "scoped_identifier",
-}  # fmt: skip
+    "identifier",
+    "type_identifier",
+    "field_identifier",
+    "property_identifier",
+    "shorthand_property_identifier",
+    "shorthand_property_identifier_pattern",
+    "namespace_identifier",
+    "package_identifier",
+    "private_property_identifier",
+    "statement_identifier",
+    "constant",
+    "scoped_identifier",
+}
 
 
 @dataclass(frozen=True)
@@ -350,9 +362,13 @@ def files_with(
     """The ripgrep prefilter: sorted source files with a line matching `pattern`, and
     whether it stopped at its cap (so some files were not looked at)."""
     query = GrepQuery(
-        pattern=pattern, ignore_case=ignore_case, max_results=GREP_MAX_RESULTS, context=0,
-        include=SOURCE_GLOB, no_ignore=False,
-    )  # fmt: skip
+        pattern=pattern,
+        ignore_case=ignore_case,
+        max_results=GREP_MAX_RESULTS,
+        context=0,
+        include=SOURCE_GLOB,
+        no_ignore=False,
+    )
     result, _ = engine.grep(ws, path, query)
     return sorted({hit.path for hit in result.hits}), result.more
 

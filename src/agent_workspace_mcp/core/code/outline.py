@@ -52,20 +52,29 @@ KINDS: dict[str, dict[str, str]] = {
     "tsx": _TS,
     "go": {"function_declaration": "function", "method_declaration": "method", "type_spec": "type"},
     "rust": {
-        "function_item": "function", "function_signature_item": "function",
-        "struct_item": "struct", "enum_item": "enum", "union_item": "union",
-        "trait_item": "trait", "impl_item": "impl", "mod_item": "module",
-        "type_item": "type", "macro_definition": "macro",
+        "function_item": "function",
+        "function_signature_item": "function",
+        "struct_item": "struct",
+        "enum_item": "enum",
+        "union_item": "union",
+        "trait_item": "trait",
+        "impl_item": "impl",
+        "mod_item": "module",
+        "type_item": "type",
+        "macro_definition": "macro",
     },
     "java": {
-        "class_declaration": "class", "interface_declaration": "interface",
-        "enum_declaration": "enum", "record_declaration": "record",
-        "annotation_type_declaration": "annotation", "method_declaration": "method",
+        "class_declaration": "class",
+        "interface_declaration": "interface",
+        "enum_declaration": "enum",
+        "record_declaration": "record",
+        "annotation_type_declaration": "annotation",
+        "method_declaration": "method",
         "constructor_declaration": "constructor",
     },
     "c": _C,
     "cpp": {**_C, "class_specifier": "class", "namespace_definition": "namespace"},
-}  # fmt: skip
+}
 # Nodes around a definition that belong to it: decorators, `export`, `template <...>`.
 WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
 _NEED_BODY = {"struct_specifier", "enum_specifier", "union_specifier", "class_specifier"}
@@ -76,15 +85,42 @@ _VARIABLES = {"lexical_declaration", "variable_declaration"}
 _FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
 # Declarator nodes that end the walk down a C/C++ declarator to the declared name.
 _DECLARED_NAMES = {
-    "identifier", "field_identifier", "qualified_identifier", "operator_name",
-    "destructor_name", "type_identifier",
-}  # fmt: skip
+    "identifier",
+    "field_identifier",
+    "qualified_identifier",
+    "operator_name",
+    "destructor_name",
+    "type_identifier",
+}
 # First words that already say what a signature defines; others get the kind in front.
 _KEYWORDS = {
-    "def", "async", "class", "function", "func", "fn", "struct", "enum", "trait", "impl",
-    "mod", "interface", "type", "namespace", "union", "record", "pub", "export", "const",
-    "let", "var", "abstract", "template", "macro_rules!", "unsafe", "@interface",
-}  # fmt: skip
+    "def",
+    "async",
+    "class",
+    "function",
+    "func",
+    "fn",
+    "struct",
+    "enum",
+    "trait",
+    "impl",
+    "mod",
+    "interface",
+    "type",
+    "namespace",
+    "union",
+    "record",
+    "pub",
+    "export",
+    "const",
+    "let",
+    "var",
+    "abstract",
+    "template",
+    "macro_rules!",
+    "unsafe",
+    "@interface",
+}
 
 
 @dataclass(frozen=True)
@@ -293,9 +329,11 @@ def _name(node, language: str, declarator) -> str:
         current = node.child_by_field_name("declarator")
         while current is not None and current.type not in _DECLARED_NAMES:
             inner = current.child_by_field_name("declarator")
-            current = inner if inner is not None else (
-                current.named_children[0] if current.named_children else None
-            )  # fmt: skip
+            current = (
+                inner
+                if inner is not None
+                else (current.named_children[0] if current.named_children else None)
+            )
         return _text(current)
     return _text(node.child_by_field_name("name"))
 

@@ -224,10 +224,15 @@ def bwrap_prefix(
     own = [arg for where in private for arg in ("--tmpfs", where)]
     return [
         bwrap,
-        "--ro-bind", "/", "/",
-        "--dev", "/dev",
-        "--proc", "/proc",
-        "--tmpfs", "/tmp",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
         *homes,
         *tools,
         *root_bind,
@@ -238,9 +243,10 @@ def bwrap_prefix(
         "--unshare-ipc",
         "--unshare-uts",
         *(["--die-with-parent"] if die_with_parent else []),
-        "--chdir", cwd,
+        "--chdir",
+        cwd,
         "--",
-    ]  # fmt: skip
+    ]
 
 
 def resolve_sandbox(

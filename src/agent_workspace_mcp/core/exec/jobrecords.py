@@ -34,12 +34,23 @@ from .process import group_alive
 JOB_ID = re.compile(r"^job-[0-9a-f]{12}$")
 FINISHED = ("exited", "killed", "timed-out")
 _FIELDS: dict[str, tuple[type, ...]] = {
-    "id": (str,), "owner": (str, type(None)), "command": (str,), "name": (str, type(None)),
-    "cwd": (str,), "pid": (int,), "pid_start": (int,), "started_at": (str,),
-    "started_wall": (float, int), "max_runtime_ms": (int,), "status": (str,),
-    "exit_code": (int, type(None)), "ended_wall": (float, int, type(None)),
-    "kill_requested": (bool,), "timed_out": (bool,), "log_cap": (int,),
-}  # fmt: skip
+    "id": (str,),
+    "owner": (str, type(None)),
+    "command": (str,),
+    "name": (str, type(None)),
+    "cwd": (str,),
+    "pid": (int,),
+    "pid_start": (int,),
+    "started_at": (str,),
+    "started_wall": (float, int),
+    "max_runtime_ms": (int,),
+    "status": (str,),
+    "exit_code": (int, type(None)),
+    "ended_wall": (float, int, type(None)),
+    "kill_requested": (bool,),
+    "timed_out": (bool,),
+    "log_cap": (int,),
+}
 
 
 def process_start(pid: int) -> tuple[int, str, int] | None:

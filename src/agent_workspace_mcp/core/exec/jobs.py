@@ -199,9 +199,18 @@ class Job:
             capped = size >= self.log.cap
         code = self.child.proc.returncode if self.status != "running" else None
         return JobView(
-            self.id, self.name, self.command, self.status, code, self.duration_ms(),
-            self.log.path, size, capped, self.max_runtime_ms, self.started_at.timestamp(),
-        )  # fmt: skip
+            self.id,
+            self.name,
+            self.command,
+            self.status,
+            code,
+            self.duration_ms(),
+            self.log.path,
+            size,
+            capped,
+            self.max_runtime_ms,
+            self.started_at.timestamp(),
+        )
 
 
 def _record_view(record: dict, log_path: str) -> JobView:
@@ -214,10 +223,18 @@ def _record_view(record: dict, log_path: str) -> JobView:
     except OSError:
         size = 0
     return JobView(
-        record["id"], record["name"], record["command"], status, record["exit_code"],
-        int((end - record["started_wall"]) * 1000), log_path, size, size >= record["log_cap"],
-        record["max_runtime_ms"], record["started_wall"],
-    )  # fmt: skip
+        record["id"],
+        record["name"],
+        record["command"],
+        status,
+        record["exit_code"],
+        int((end - record["started_wall"]) * 1000),
+        log_path,
+        size,
+        size >= record["log_cap"],
+        record["max_runtime_ms"],
+        record["started_wall"],
+    )
 
 
 class JobRegistry:
@@ -304,13 +321,23 @@ class JobRegistry:
         found = process_start(job.pid)
         started = job.started_at.timestamp() - (time.monotonic() - job.child.started)
         record = {
-            "id": job.id, "owner": job.owner, "command": job.command, "name": job.name,
-            "cwd": job.cwd, "pid": job.pid, "pid_start": found[0] if found else 0,
+            "id": job.id,
+            "owner": job.owner,
+            "command": job.command,
+            "name": job.name,
+            "cwd": job.cwd,
+            "pid": job.pid,
+            "pid_start": found[0] if found else 0,
             "started_at": job.started_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "started_wall": started, "max_runtime_ms": job.max_runtime_ms,
-            "status": "running", "exit_code": None, "ended_wall": None,
-            "kill_requested": False, "timed_out": False, "log_cap": job.log.cap,
-        }  # fmt: skip
+            "started_wall": started,
+            "max_runtime_ms": job.max_runtime_ms,
+            "status": "running",
+            "exit_code": None,
+            "ended_wall": None,
+            "kill_requested": False,
+            "timed_out": False,
+            "log_cap": job.log.cap,
+        }
         self.records.write(record)
         self.records.prune(JOBS_REMEMBERED)
 
@@ -334,9 +361,11 @@ class JobRegistry:
         with contextlib.suppress(OSError, WorkspaceError):
             child = job.child
             self.records.finish(
-                job.id, exit_code=child.proc.returncode, timed_out=child.timed_out,
+                job.id,
+                exit_code=child.proc.returncode,
+                timed_out=child.timed_out,
                 killed=child.killed,
-            )  # fmt: skip
+            )
 
     def _forget_old(self) -> None:
         finished = [j for j in self._jobs.values() if not j.child.running]

@@ -39,13 +39,35 @@ SCRUBBED_ENV = ("MCP_TOKEN", "CONTROL_PLANE_API_KEY", "OPENAI_API_KEY", "OPENAI_
 # names, since every service invents its own (`MY_SERVICE_TOKEN`). Matched against the
 # upper-cased name; `--pass-env NAME` lets a named variable through.
 SECRET_NAME_PATTERNS = (
-    "*TOKEN", "*TOKEN_*", "*SECRET", "*SECRET_*", "*SECRETS",
-    "*_KEY", "*_KEYS", "*_KEY_*", "*API_KEY*", "*APIKEY*", "*PRIVATE_KEY*",
-    "*PASSWORD*", "*PASSWD*", "*_PASS", "*PASSPHRASE*",
-    "*CREDENTIAL", "*CREDENTIALS", "*CREDENTIALS_*", "*_AUTH", "*AUTH_TOKEN*",
-    "*_PAT", "*COOKIE*", "*_DSN", "*DATABASE_URL*",
-    "AWS_*", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KRB5CCNAME",
-)  # fmt: skip
+    "*TOKEN",
+    "*TOKEN_*",
+    "*SECRET",
+    "*SECRET_*",
+    "*SECRETS",
+    "*_KEY",
+    "*_KEYS",
+    "*_KEY_*",
+    "*API_KEY*",
+    "*APIKEY*",
+    "*PRIVATE_KEY*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*_PASS",
+    "*PASSPHRASE*",
+    "*CREDENTIAL",
+    "*CREDENTIALS",
+    "*CREDENTIALS_*",
+    "*_AUTH",
+    "*AUTH_TOKEN*",
+    "*_PAT",
+    "*COOKIE*",
+    "*_DSN",
+    "*DATABASE_URL*",
+    "AWS_*",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "KRB5CCNAME",
+)
 # The shapes as one expression: every child's environment is checked name by name, and
 # 28 fnmatch calls per name cost a git call ~0.5 ms (issue 36).
 _SECRET_SHAPES = re.compile("|".join(fnmatch.translate(glob) for glob in SECRET_NAME_PATTERNS))

@@ -45,8 +45,9 @@ class Found:
     marks: dict[str, tuple[object, ...]] = field(default_factory=dict)  # what RUNS_LATER holds
 
 
-def survey(ws: Workspace, top: tuple[str, ...], *, marks: bool = False,
-           names: tuple[str, ...] = NAMES) -> Found:  # fmt: skip
+def survey(
+    ws: Workspace, top: tuple[str, ...], *, marks: bool = False, names: tuple[str, ...] = NAMES
+) -> Found:
     """Every `.git` and `.workspace-mcp` below `top` (components below the root); with
     `--allow-git-writes`, `names` is the state directory's alone."""
     found = Found(names=names)
@@ -114,8 +115,9 @@ def _marks(parent: int, name: str) -> tuple[object, ...]:
     return tuple(out)
 
 
-def protected_fds(ws: Workspace, top: tuple[str, ...], found: Found,
-                  sandbox_top: str) -> list[tuple[int, str]]:  # fmt: skip
+def protected_fds(
+    ws: Workspace, top: tuple[str, ...], found: Found, sandbox_top: str
+) -> list[tuple[int, str]]:
     """O_PATH fds on each found entry, with its path inside the sandbox, to bind
     read-only (the caller closes them)."""
     out: list[tuple[int, str]] = []
@@ -148,8 +150,10 @@ def settle(ws: Workspace, top: tuple[str, ...], before: Found) -> list[str]:
     for rel, ident in sorted(after.entries.items()):
         if before.entries.get(rel) == ident:
             if before.marks.get(rel, ()) != after.marks.get(rel, ()) and rel in before.marks:
-                said.append(f"changed what runs later in {rel} (hooks or config): review it "
-                            "before your next git command there")  # fmt: skip
+                said.append(
+                    f"changed what runs later in {rel} (hooks or config): review it "
+                    "before your next git command there"
+                )
             continue
         parent, _, name = rel.rpartition("/")
         try:
@@ -162,13 +166,17 @@ def settle(ws: Workspace, top: tuple[str, ...], before: Found) -> list[str]:
                 remove_tree(pfd, name)
             else:
                 os.unlink(name, dir_fd=pfd)
-            said.append(f"created {rel}, which the server removed (hooks or records there "
-                        "would act as you or as the server)")  # fmt: skip
+            said.append(
+                f"created {rel}, which the server removed (hooks or records there "
+                "would act as you or as the server)"
+            )
         except OSError:
             said.append(f"created {rel}, which could not be removed: remove it yourself")
         finally:
             os.close(pfd)
     if not after.complete:
-        said.append(f"the tree has more than {REPO_GUARD_ENTRIES_MAX} entries: .git and "
-                    f"{STATE_DIR_NAME} beyond them were not checked")  # fmt: skip
+        said.append(
+            f"the tree has more than {REPO_GUARD_ENTRIES_MAX} entries: .git and "
+            f"{STATE_DIR_NAME} beyond them were not checked"
+        )
     return said

@@ -115,8 +115,9 @@ class Runner:
                 with contextlib.suppress(WorkspaceError):
                     ensure_state_dir(ws)
                 names = (STATE_DIR_NAME,) if confinement.allow_git_writes else repoguard.NAMES
-                before = repoguard.survey(ws, top_parts, marks=confinement.bwrap is None,
-                                          names=names)  # fmt: skip
+                before = repoguard.survey(
+                    ws, top_parts, marks=confinement.bwrap is None, names=names
+                )
             if confinement.bwrap is None:
                 child = Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
                 if guarded:
@@ -134,9 +135,10 @@ class Runner:
             # `~/.local/bin`) would show `~/.local/state` again. The sandbox's /tmp is
             # its own already.
             private = [
-                real for real in map(os.path.realpath, confinement.private)
+                real
+                for real in map(os.path.realpath, confinement.private)
                 if os.path.isdir(real) and not (real + "/").startswith("/tmp/")
-            ]  # fmt: skip
+            ]
             prefix = bwrap_prefix(
                 confinement.bwrap,
                 top,
@@ -184,8 +186,15 @@ class Runner:
         activity.record(detail=command)
         activity.ran_command()
         if background:
-            job = registry.adopt(child, command=command, cwd=cwd, owner=owner, name=None,
-                                 max_runtime_ms=timeout_ms, replay=True)  # fmt: skip
+            job = registry.adopt(
+                child,
+                command=command,
+                cwd=cwd,
+                owner=owner,
+                name=None,
+                max_runtime_ms=timeout_ms,
+                replay=True,
+            )
             activity.record(result=f"started ({job.id})")
             if became_job is not None:
                 became_job(job)
@@ -206,9 +215,14 @@ class Runner:
                 if now - started >= promote_after:
                     remaining = int(timeout_ms - (now - started) * 1000)
                     job = registry.adopt(
-                        child, command=command, cwd=cwd, owner=owner, name=None,
-                        max_runtime_ms=max(remaining, 1), replay=False,
-                    )  # fmt: skip
+                        child,
+                        command=command,
+                        cwd=cwd,
+                        owner=owner,
+                        name=None,
+                        max_runtime_ms=max(remaining, 1),
+                        replay=False,
+                    )
                     activity.record(result=f"moved to background ({job.id})")
                     if became_job is not None:
                         became_job(job)
@@ -231,10 +245,13 @@ class Runner:
         code = outcome.exit_code
         notes = await anyio.to_thread.run_sync(child.settle)
         activity.record(
-            result=(f"timed out ({outcome.duration_ms}ms)" if outcome.timed_out
-                    else f"exit {code} ({outcome.duration_ms}ms)")
+            result=(
+                f"timed out ({outcome.duration_ms}ms)"
+                if outcome.timed_out
+                else f"exit {code} ({outcome.duration_ms}ms)"
+            )
             + "".join(f"; {note}" for note in notes)
-        )  # fmt: skip
+        )
         answer = command_answer(command, child.buffer.text(), status)
         return answer + "".join(f"\n[the command {note}]" for note in notes)
 
@@ -253,9 +270,14 @@ class Runner:
         child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
         shown = shown_command(argv)
         job = self.jobs.adopt(
-            child, command=shown, cwd=cwd, owner=owner, name=name,
-            max_runtime_ms=max_runtime_ms, replay=True,
-        )  # fmt: skip
+            child,
+            command=shown,
+            cwd=cwd,
+            owner=owner,
+            name=name,
+            max_runtime_ms=max_runtime_ms,
+            replay=True,
+        )
         activity.record(detail=shown, result=f"started ({job.id})")
         activity.ran_command()
         return _job_started(job, self.remote)

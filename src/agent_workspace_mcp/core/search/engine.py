@@ -57,8 +57,9 @@ class SearchEngine:
             return None
         validate_regex(pattern)
         start, _, ancestors = self._start(ws, path, False)
-        return sorted(ripgrep_engine.files_matching(self.rg, ws, start, pattern, include,
-                                                    ancestors))  # fmt: skip
+        return sorted(
+            ripgrep_engine.files_matching(self.rg, ws, start, pattern, include, ancestors)
+        )
 
     def list_files(
         self, ws: Workspace, path: str | None, query: ListQuery

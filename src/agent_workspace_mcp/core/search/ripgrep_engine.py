@@ -310,8 +310,13 @@ def _remember_scan(tree: tuple, seconds: float) -> None:
         del _SCAN_SECONDS[next(iter(_SCAN_SECONDS))]
 
 
-def _take_verified(ws: Workspace, result: GrepResult, query: GrepQuery, file: _Found,
-                   lines: list[str] | None = None) -> bool:  # fmt: skip
+def _take_verified(
+    ws: Workspace,
+    result: GrepResult,
+    query: GrepQuery,
+    file: _Found,
+    lines: list[str] | None = None,
+) -> bool:
     """One file's matches, only those whose line, read again through the containment
     walk (`lines`, when already read so), is the line rg saw: what rg read elsewhere
     mid-swap never reaches the answer. False when the answer is full."""
@@ -388,8 +393,16 @@ class _Scan:
     is read through the containment walk there and then (the binary sniff and the
     re-check in one read), so on a sparse full scan that work overlaps rg's."""
 
-    def __init__(self, ws: Workspace, include, args: list[str], cwd: str, deadline: float,
-                 needed: int, context: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        ws: Workspace,
+        include,
+        args: list[str],
+        cwd: str,
+        deadline: float,
+        needed: int,
+        context: int,
+    ) -> None:
         self.ws = ws
         self.context = context
         self.deadline = deadline
@@ -592,8 +605,9 @@ def _verified_lines(ws: Workspace, rel: str, size: int) -> list[str] | None:
     return lines_searched_in(data) if data is not None else None
 
 
-def files_matching(rg: str, ws: Workspace, start: str, pattern: str, include: str | None,
-                   ancestor: list[str]) -> list[str]:  # fmt: skip
+def files_matching(
+    rg: str, ws: Workspace, start: str, pattern: str, include: str | None, ancestor: list[str]
+) -> list[str]:
     """Root-relative files with a line matching `pattern` (parallel, any order), under the
     same rules as grep. Names only: whoever reads one opens it through the containment
     walk, and a name rg saw mid-swap outside the root then fails there."""
