@@ -235,9 +235,9 @@ def test_unknown_environment_variables_are_warned_about() -> None:
     ],
 )
 def test_config_names_the_client_it_did_not_know(argv: list[str], said: str, capsys) -> None:
-    from agent_workspace_mcp import clientconfig
+    from agent_workspace_mcp import config
 
-    assert clientconfig.main(argv) == 2
+    assert config.main(argv) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err == f"agent-workspace-mcp: error: {said}\n"
 

@@ -8,7 +8,7 @@ import re
 import shlex
 from pathlib import Path
 
-from agent_workspace_mcp.clientconfig import DEFAULT_NAME
+from agent_workspace_mcp.config import DEFAULT_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

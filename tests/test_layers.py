@@ -45,7 +45,7 @@ FORBIDDEN = {
     "requestctx": (f"{PACKAGE}.tools", f"{PACKAGE}.middleware", f"{PACKAGE}.transports"),
     "profiles": ("fastmcp", "mcp", f"{PACKAGE}.server", f"{PACKAGE}.tools", f"{PACKAGE}.cli"),
     # The console reads core state; it is not a second way around containment or the tools.
-    "webconsole": (
+    "console": (
         "fastmcp",
         "mcp",
         f"{PACKAGE}.tools",
@@ -158,3 +158,43 @@ def test_every_import_of_the_package_names_a_module_that_exists() -> None:
             if target not in modules and target not in packages:
                 missing.append(f"{name} imports {target}")
     assert missing == []
+
+
+# Issue 45: core's rule is an allowlist, so a new upward or framework edge fails even if
+# no one thought to forbid it: the standard library, core itself, and these dependencies.
+CORE_MAY_IMPORT = frozenset(
+    {
+        "anyio",
+        "pathspec",
+        "platformdirs",
+        "regex",
+        "tree_sitter",
+        "wcmatch",
+        "yaml",
+    }
+)
+
+
+def test_core_imports_only_core_the_standard_library_and_its_dependencies() -> None:
+    import sys
+
+    wrong = []
+    for path in sorted((SRC / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                # relative: must stay inside core (core/x: level 1; core/a/x: level 2 ...)
+                depth = len(path.relative_to(SRC / "core").parts) - 1
+                if node.level > depth + 1:
+                    wrong.append(
+                        f"{path.relative_to(SRC)}: from {'.' * node.level}{node.module or ''}"
+                    )
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in CORE_MAY_IMPORT:
+                    wrong.append(f"{path.relative_to(SRC)}: {name}")
+    assert not wrong, wrong

@@ -22,8 +22,8 @@ from .configuration import (
     settings_from_sources,
     unknown_environment,
 )
-from .console import say
 from .core.errors import ConfigError
+from .core.operator import say
 
 __all__ = ["PROG", "build_parser", "main", "package_version", "settings_from_sources"]
 
@@ -86,15 +86,15 @@ def _main(args: list[str]) -> int:
         sys.stdout.write(COMMAND_HELP[args[0]].format(prog=PROG))
         return 0
     if args[:1] == ["config"]:
-        from .clientconfig import main as config_main
+        from .config import main as config_main
 
         return config_main(args[1:])
     if args[:1] == ["console"]:
-        from .webconsole.main import main as console_main
+        from .console.main import main as console_main
 
         return console_main(args[1:])
     if args[:1] == ["check"]:
-        from .selfcheck import main as check_main
+        from .check import main as check_main
 
         return check_main(args[1:])
     worker = None  # a worker of `--workers N`: how the supervisor hands over (workers.py)

@@ -27,7 +27,7 @@ JOURNAL_TAG = "journal"  # middleware.journal writes an entry for these
 
 @dataclass
 class TaskCall:
-    """A `tools/call` whose client negotiated the tasks extension (middleware.tasks): a
+    """A `tools/call` whose client negotiated the tasks extension (transports.tasks): a
     command tool that runs on as a job names it here, and the call is answered with
     the job as its task."""
 

@@ -223,7 +223,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         ],
     )
     if settings.commands_enabled:
-        from .middleware.tasks import TasksExtension
+        from .transports.tasks import TasksExtension
 
         app.add_extension(TasksExtension(services.jobs))
     for module in TOOL_MODULES:

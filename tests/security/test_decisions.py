@@ -17,10 +17,10 @@ import pytest
 from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.console.state import ConsoleState
 from agent_workspace_mcp.core import limits
 from agent_workspace_mcp.core.approvals import Approvals, digest
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
-from agent_workspace_mcp.webconsole.state import ConsoleState
 from tests.helpers import call, ok
 
 

@@ -13,10 +13,10 @@ from fastmcp import Client
 from fastmcp.client.elicitation import ElicitResult
 
 from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.console.state import ConsoleState
 from agent_workspace_mcp.core import limits
 from agent_workspace_mcp.core.errors import ConfigError
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
-from agent_workspace_mcp.webconsole.state import ConsoleState
 from tests.helpers import call, ok
 
 MODES = {"input_required": "auto", "elicitation": "legacy"}

@@ -22,8 +22,8 @@ from .errors import (
     WrongTypeError,
     describe_os_error,
 )
-from .hints import not_found
 from .limits import BINARY_SNIFF_BYTES, MAX_FILE_BYTES, MIB
+from .nearmiss import not_found
 from .osflags import DIR_FLAGS
 from .textio import is_binary, kind_of, open_regular
 

@@ -9,9 +9,23 @@ from __future__ import annotations
 
 import difflib
 import os
+import posixpath
 from collections.abc import Iterable
+from typing import Protocol
 
+from .errors import NotFoundError
 from .limits import HINT_DIR_ENTRIES, NEAR_MISS_PREFIX_CHARS, NEAR_MISS_RATIO
+
+
+class Located(Protocol):
+    """What of containment.Located a hint reads (containment imports this module)."""
+
+    dir_fd: int
+    name: str
+    display: str
+
+    @property
+    def is_root(self) -> bool: ...
 
 
 def closest(name: str, candidates: Iterable[str], n: int = 1) -> list[str]:
@@ -36,3 +50,28 @@ def closest_entry(dir_fd: int, name: str) -> str | None:
         return None
     match = closest(name, names)
     return match[0] if match else None
+
+
+# --- a missing path's answer -----------------------------------------------------------
+# An agent that typed `src/utlis.py` fixes its call in one step when the answer says
+# `did you mean src/utils.py?` (a missing parent directory gets the same from the walk
+# itself, see containment). Only the directory the caller already named is looked at.
+
+
+def not_found(loc: Located) -> NotFoundError:
+    """`not found: <path>`, with `(did you mean <path>?)` when a close name exists."""
+    message = f"not found: {loc.display}"
+    suggestion = closest_sibling(loc)
+    if suggestion:
+        message += f" (did you mean {suggestion}?)"
+    return NotFoundError(message)
+
+
+def closest_sibling(loc: Located) -> str | None:
+    if loc.is_root or loc.dir_fd < 0:
+        return None
+    match = closest_entry(loc.dir_fd, loc.name)
+    if match is None:
+        return None
+    parent = posixpath.dirname(loc.display)
+    return posixpath.join(parent, match) if parent and parent != "." else match

@@ -53,7 +53,7 @@ _warned: set[tuple[str, str]] = set()
 
 
 def _warn_once(loc: Located, what: str) -> None:
-    from ..console import say
+    from .operator import say
 
     key = (loc.real_abs, what)
     if key not in _warned:

@@ -71,7 +71,7 @@ def open_regular(loc: Located) -> tuple[int, os.stat_result]:
     try:
         fd = os.open(loc.name, READ_FLAGS, dir_fd=loc.dir_fd)
     except FileNotFoundError:
-        from .hints import not_found
+        from .nearmiss import not_found
 
         raise not_found(loc) from None
     except OSError as exc:

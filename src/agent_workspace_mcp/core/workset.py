@@ -131,7 +131,7 @@ class Workset:
         st = loc.lstat()
         if st is None:
             if not may_be_missing:
-                from .hints import closest_sibling
+                from .nearmiss import closest_sibling
 
                 near = closest_sibling(loc)
                 hint = f"did you mean {near}?" if near else "use write_file to create a file"

@@ -27,13 +27,13 @@ import sys
 import threading
 from typing import Any
 
-from ..console import say
 from ..core.answercache import METHODS, AnswerCache, request_key, with_id
 from ..core.limits import (
     STARTUP_EARLY_LINE_BYTES,
     STARTUP_EARLY_READ_BYTES,
     STARTUP_KEYED_FRAMES,
 )
+from ..core.operator import say
 
 LIST_CHANGED = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n'
 

@@ -16,7 +16,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
 from ..configuration import has_jwt
-from ..console import say
+from ..core.operator import say
 from ..requestctx import SUBPATH_HEADER
 from ..services import Services
 from .guards import (
@@ -99,8 +99,8 @@ def _console(services: Services):
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
-    from ..webconsole.app import Secrets, build_console
-    from ..webconsole.state import ConsoleState
+    from ..console.app import Secrets, build_console
+    from ..console.state import ConsoleState
 
     settings = services.settings
     state = ConsoleState(

@@ -34,8 +34,8 @@ import anyio
 from fastmcp import FastMCP
 from pydantic_core import PydanticSerializationError
 
-from ..console import say
 from ..core.limits import SHUTDOWN_CLEANUP_SECONDS, STDIO_FRAME_MAX_BYTES
+from ..core.operator import say
 from ..services import Services
 from .early import Handover
 from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large

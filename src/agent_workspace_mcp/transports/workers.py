@@ -35,10 +35,10 @@ import tempfile
 import threading
 import time
 
-from ..console import say
 from ..core import limits
 from ..core.exec.jobrecords import JobRecords, leader_alive
 from ..core.exec.jobs import default_job_dir
+from ..core.operator import say
 
 WORKER_COMMAND = "__worker__"
 _PR_SET_PDEATHSIG = 1

@@ -262,7 +262,7 @@ class JobRegistry:
             raise WorkspaceError(f"the shared job directory {self.job_dir} is not private")
         if not _private_dir(self.job_dir):
             fresh = tempfile.mkdtemp(prefix="workspace-mcp-jobs-")
-            from ...console import say
+            from ..operator import say
 
             say(
                 f"job log directory {self.job_dir} is not private to this user (owner, mode "

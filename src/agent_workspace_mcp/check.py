@@ -10,12 +10,12 @@ import tempfile
 import time
 from typing import TextIO
 
-from .clientconfig import server_args, server_command
+from .config import server_args, server_command
 from .configuration import PROG, preflight, settings_from_sources
-from .console import say
 from .core.echo import terminal_safe
 from .core.errors import ConfigError
 from .core.limits import CHECK_LOG_LINES
+from .core.operator import say
 
 
 def out(text: str) -> None:

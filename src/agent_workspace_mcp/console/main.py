@@ -13,8 +13,8 @@ import sys
 import webbrowser
 
 from ..configuration import preflight, settings_from_sources
-from ..console import say
 from ..core.errors import ConfigError
+from ..core.operator import say
 from ..transports.workers import listen, listen_error
 from .app import Secrets, build_console
 from .state import ConsoleState

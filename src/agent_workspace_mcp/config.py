@@ -19,9 +19,9 @@ import sys
 from typing import Any
 
 from .configuration import PROG, base_url, is_wildcard, preflight, settings_from_sources
-from .console import say
 from .core.errors import ConfigError
 from .core.nearmiss import closest
+from .core.operator import say
 from .settings import Settings, options
 
 CLIENTS = ("claude-desktop", "cursor", "claude-code", "opencode", "codex", "vscode")
