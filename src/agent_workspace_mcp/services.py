@@ -11,17 +11,17 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core.approvals import Approvals
-from .core.changes import Changes
 from .core.checkpoints.store import Store
 from .core.exec.commands import safe_path_dirs
 from .core.exec.jobs import JobRegistry
 from .core.exec.process import scrubbed_env
-from .core.locks import PathLocks
-from .core.memory import Memory
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
 from .core.skills import SkillStore
+from .core.state.approvals import Approvals
+from .core.state.changes import Changes
+from .core.state.locks import PathLocks
+from .core.state.memory import Memory
 from .core.workspaces import SESSION_SUBPATH, Workspace, WorkspaceRegistry, WorkspaceView
 from .settings import Settings
 from .surface import Surface

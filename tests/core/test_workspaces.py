@@ -64,7 +64,7 @@ def test_unknown_workspace_lists_the_available_ones(tmp_path: Path) -> None:
 
 
 def test_state_dir_is_lazy_and_ignores_itself(tmp_path: Path) -> None:
-    from agent_workspace_mcp.core.statefiles import ensure_state_dir
+    from agent_workspace_mcp.core.state.files import ensure_state_dir
 
     ws = WorkspaceRegistry.confined(str(tmp_path)).primary
     assert not Path(ws.state_dir).exists()

@@ -19,7 +19,7 @@ from fastmcp import Client
 from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.console.state import ConsoleState
 from agent_workspace_mcp.core import limits
-from agent_workspace_mcp.core.approvals import Approvals, digest
+from agent_workspace_mcp.core.state.approvals import Approvals, digest
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.helpers import call, ok
 

@@ -462,7 +462,7 @@ def test_the_journal_pages_backwards_through_every_entry(tmp_path: Path) -> None
     import json
 
     from agent_workspace_mcp.core.limits import STATE_READ_BYTES
-    from agent_workspace_mcp.core.statefiles import JsonlStream
+    from agent_workspace_mcp.core.state.streams import JsonlStream
     from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 
     (tmp_path / ".workspace-mcp").mkdir()

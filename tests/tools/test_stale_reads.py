@@ -21,7 +21,8 @@ from fastmcp.client.transports import StreamableHttpTransport
 from mcp_types import Implementation
 
 from agent_workspace_mcp import Settings
-from agent_workspace_mcp.core import limits, seen
+from agent_workspace_mcp.core import limits
+from agent_workspace_mcp.core.state import stale_reads
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.conftest import open_client
 from tests.e2e.http_server import RunningServer, start
@@ -243,9 +244,9 @@ async def test_the_memory_is_bounded(tmp_path: Path, monkeypatch) -> None:
             "write_file", {"path": "f3.txt", "content": "x\n"}, raise_on_error=False
         )
         assert kept.content[0].text.startswith("f3.txt changed since"), kept.content[0].text
-    records = seen.records_for(WorkspaceRegistry.confined(str(tmp_path)).primary)
+    records = stale_reads.records_for(WorkspaceRegistry.confined(str(tmp_path)).primary)
     for name in ("s1", "s2", "s3"):
-        records.update(seen.Agent(name), {"k": "0" * 64})
+        records.update(stale_reads.Agent(name), {"k": "0" * 64})
     names = sorted(p.name for p in (tmp_path / ".workspace-mcp/seen").iterdir())
     assert len([n for n in names if n != "writers.json"]) == 2
     assert records.versions("s3") == {"k": "0" * 64} and records.versions("s1") == {}

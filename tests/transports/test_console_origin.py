@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from agent_workspace_mcp.console.app import KEY_HEADER, Secrets, build_console
 from agent_workspace_mcp.console.state import ConsoleState
 from agent_workspace_mcp.core import limits
-from agent_workspace_mcp.core.approvals import Approvals, digest
+from agent_workspace_mcp.core.state.approvals import Approvals, digest
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 
 HOST = "127.0.0.1:47001"

@@ -15,19 +15,20 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from ..core import activity, limits
-from ..core.approvals import Approvals
-from ..core.changes import Changes
+from ..core import limits
 from ..core.checkpoints import undoing
 from ..core.checkpoints.diffs import FileDiff, entry_diffs
 from ..core.checkpoints.store import Store
 from ..core.errors import WorkspaceError
 from ..core.exec.jobrecords import JobRecords
 from ..core.exec.jobs import default_job_dir, log_tail
-from ..core.journaling import journaled
-from ..core.locks import PathLocks
-from ..core.memory import Memory
-from ..core.statefiles import has_state_dir
+from ..core.state import activity
+from ..core.state.approvals import Approvals
+from ..core.state.changes import Changes
+from ..core.state.files import has_state_dir
+from ..core.state.journaling import journaled
+from ..core.state.locks import PathLocks
+from ..core.state.memory import Memory
 from ..core.workspaces import Workspace, WorkspaceRegistry
 
 OPERATOR = "operator"  # the subject the console's actions are journaled as

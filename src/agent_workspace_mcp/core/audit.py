@@ -17,7 +17,7 @@ import threading
 from typing import Any, TextIO
 
 from .limits import AUDIT_FIELD_CHARS, AUDIT_PATHS_LISTED
-from .statefiles import dumps
+from .state.records import dumps
 
 log = logging.getLogger("agent_workspace_mcp")
 

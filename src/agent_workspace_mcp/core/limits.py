@@ -423,7 +423,7 @@ ACTIVE_SESSION_SECONDS = (
     600.0  # ours: workspace_list names sessions that changed files this recently
 )
 ACTIVE_SESSIONS_SHOWN = 10  # ours: at most this many sessions per workspace there
-# The stale-read guard (core.seen): what each session last read or wrote of each file.
+# The stale-read guard (core.state.stale_reads): what each session last read or wrote of each file.
 SEEN_PATHS_PER_SESSION = 512  # ours: a long session reads a few hundred files; older forgotten
 SEEN_SESSIONS = 256  # ours: session records kept per workspace (least recently used go first)
 SEEN_WRITERS = 4096  # ours: files whose last writer is remembered, to name it in a refusal

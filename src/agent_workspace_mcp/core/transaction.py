@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from . import seen
 from .containment import Located, forget_created, remove_created
 from .errors import WorkspaceError, describe_os_error
+from .state import stale_reads
 from .textio import atomic_write
 
 
@@ -49,7 +49,7 @@ def _apply(change: Change, made: list[tuple[int, str]]) -> None:
         made.extend(change.loc.make_parents())
         # A created file (a rename target) takes the mode it had under its old name.
         atomic_write(change.loc, change.after, mode=change.mode if change.before is None else None)
-    seen.wrote(change.loc, change.after)
+    stale_reads.wrote(change.loc, change.after)
 
 
 def _undo(change: Change) -> None:
@@ -57,7 +57,7 @@ def _undo(change: Change) -> None:
         _unlink(change.loc)
     else:
         atomic_write(change.loc, change.before, mode=change.mode)
-    seen.wrote(change.loc, change.before)
+    stale_reads.wrote(change.loc, change.before)
 
 
 def commit(changes: list[Change]) -> None:

@@ -23,7 +23,7 @@ from .errors import (
     WorkspaceError,
 )
 from .limits import MAX_FILE_BYTES, SHA_SHOWN
-from .locks import PathLocks
+from .state.locks import PathLocks
 from .textio import TextDoc, decode_text, format_size, read_bytes
 from .transaction import Change
 from .workspaces import Workspace

@@ -1,7 +1,7 @@
 """`--confirm`: the calls a person decides (issue 32), failing closed.
 
 A call the operator chose (`--confirm` tools or classes, `--confirm-path` globs) runs
-only with an approval of exactly its arguments (core.approvals: digest-bound, single
+only with an approval of exactly its arguments (core.state.approvals: digest-bound, single
 use, short-lived). Without one, the person is shown what will happen (the diff of an
 edit, a patch or a write; argv and directory of a command; the files a delete removes)
 and asked where `--confirm-via` allows: through the client (`input_required` on
@@ -27,8 +27,7 @@ from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from ..core import activity, limits, proofkey
-from ..core.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
+from ..core import limits, proofkey
 from ..core.callscope import (
     REVERTS,
     RUNS_PROGRAMS,
@@ -43,6 +42,8 @@ from ..core.containment import Located, ProtectedPathError, checking_writes, loc
 from ..core.echo import echo, listing
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.nearmiss import closest
+from ..core.state import activity
+from ..core.state.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
 from ..core.textio import read_bytes
 from ..requestctx import current_subject, history_subject, session_and_client
 from ..services import Services

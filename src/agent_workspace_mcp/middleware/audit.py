@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from ..core import activity
 from ..core.audit import AuditLog
 from ..core.callscope import named_paths
+from ..core.state import activity
 from ..requestctx import current_subject
 from ..services import Services
 from .outcome import Outcome, observed

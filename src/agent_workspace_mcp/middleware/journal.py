@@ -1,6 +1,6 @@
 """The journal, wired once: every journaled tool call appends one entry, success or not.
 
-Tools say what they touched with `core.activity.record(paths, detail, result)`; this
+Tools say what they touched with `core.state.activity.record(paths, detail, result)`; this
 middleware opens the capture around the call, then writes `{ts, id, tool, paths?,
 detail?, result?, change?}` to the selected workspace's journal: `result` is the tool's own
 (e.g. `exit 0 (12ms)`) or `ok`, or `error: <sentence>`. Read-only tools, `job_status`
@@ -18,9 +18,9 @@ import anyio
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from ..core import journaling
 from ..core.errors import WorkspaceError
-from ..core.statefiles import state_lock, try_state_lock
+from ..core.state import journaling
+from ..core.state.locks import state_lock, try_state_lock
 from ..requestctx import JOURNAL_TAG, client_version, current_subject, session_and_client
 from ..services import Services
 from .outcome import Outcome, observed

@@ -1,4 +1,4 @@
-"""Bind each tool call to its agent for the stale-read guard (core.seen, issue 34).
+"""Bind each tool call to its agent for the stale-read guard (core.state.stale_reads, issue 34).
 
 The agent is the session the journal names (requestctx.session_and_client): what a call
 reads is remembered for that session, and what it writes is checked against it. A call
@@ -8,8 +8,8 @@ and so does every call under `--read-only`.
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from ..core import seen
 from ..core.errors import WorkspaceError
+from ..core.state import stale_reads
 from ..requestctx import session_and_client
 from ..services import Services
 
@@ -30,5 +30,7 @@ class SeenMiddleware(Middleware):
         session, client = session_and_client(context.fastmcp_context)
         if session is None:
             return await call_next(context)
-        with seen.bind(ws, seen.Agent(session, client), keep=self.services.settings.checkpoints):
+        with stale_reads.bind(
+            ws, stale_reads.Agent(session, client), keep=self.services.settings.checkpoints
+        ):
             return await call_next(context)

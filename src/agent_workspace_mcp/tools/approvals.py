@@ -6,7 +6,7 @@ from typing import Annotated
 from fastmcp import FastMCP
 from pydantic import Field
 
-from ..core.approvals import APPROVED, DENIED, PENDING, USED
+from ..core.state.approvals import APPROVED, DENIED, PENDING, USED
 from ..requestctx import current_subject
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind

@@ -5,10 +5,11 @@ from typing import Annotated, Literal
 from fastmcp import FastMCP
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import activity, limits
-from ..core.changes import STAGES, suggestion
+from ..core import limits
 from ..core.errors import WorkspaceError
-from ..core.memory import render_entry
+from ..core.state import activity
+from ..core.state.changes import STAGES, suggestion
+from ..core.state.memory import render_entry
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind, numbers_from_limits
 from .memory import STATE_WRITE

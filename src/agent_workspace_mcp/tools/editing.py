@@ -11,9 +11,10 @@ from typing import Annotated
 from fastmcp import FastMCP
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core import activity, limits, patches
+from ..core import limits, patches
 from ..core.editing import Edit, EditError, apply_edit, unified_diff
 from ..core.errors import InvalidArgumentError, WorkspaceError
+from ..core.state import activity
 from ..core.transaction import commit
 from ..core.workset import FileState, LoadError, Workset
 from ..services import Services

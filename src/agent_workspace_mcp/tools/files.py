@@ -16,10 +16,11 @@ from fastmcp import FastMCP
 from fastmcp.utilities.types import Image
 from pydantic import Field
 
-from ..core import activity, fileops, limits, seen
+from ..core import fileops, limits
 from ..core.containment import Located, locate
 from ..core.editing import unified_diff
 from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
+from ..core.state import activity, stale_reads
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
 from ..core.workset import check_sha, short_sha
 from ..services import Services
@@ -91,7 +92,7 @@ def read_text_answer(
     with locate(ws, path) as loc:
         data, _ = read_bytes(loc)
         doc = decode_text(data, loc.display)
-        seen.saw(loc, data)
+        stale_reads.saw(loc, data)
     lines = split_lines(doc.text)
     total = len(lines)
     if total == 0:
@@ -186,7 +187,7 @@ def read_binary_file(
                     f"the limit is {format_size(limits.READ_IMAGE_MAX_BYTES)})"
                 )
             data, st = read_bytes(loc, limits.READ_IMAGE_MAX_BYTES)
-            seen.saw(loc, data)
+            stale_reads.saw(loc, data)
             return [
                 f"{loc.display}: {fmt} image, {format_size(len(data))}",
                 Image(data=data, format=fmt),
@@ -194,7 +195,7 @@ def read_binary_file(
         want = min(length or limits.READ_BINARY_CHUNK_BYTES, limits.READ_BINARY_CHUNK_BYTES)
         data, st = read_range(loc, offset, want)
         if offset == 0 and len(data) == st.st_size:
-            seen.saw(loc, data)
+            stale_reads.saw(loc, data)
     end = offset + len(data)
     header = f"{loc.display}: bytes {offset}-{end} of {st.st_size}"
     if end < st.st_size:
@@ -226,7 +227,7 @@ def write_file(
         activity.before(loc)
         with loc.parents_made():
             existed = atomic_write(loc, data)
-        seen.wrote(loc, data)
+        stale_reads.wrote(loc, data)
     kept = ""
     if doc and doc.newline == "\r\n":
         kept = ", kept CRLF line endings"
@@ -270,11 +271,11 @@ def write_binary_file(
     with locate(ws, path, defer_parents=True, write=True) as loc:
         _check_write_size(loc.display, len(data))
         with services.locks.hold(ws, [loc.real_abs]):
-            seen.check(loc, retry=AGAIN.format(then="write it"))
+            stale_reads.check(loc, retry=AGAIN.format(then="write it"))
             activity.before(loc)
             with loc.parents_made():
                 existed = atomic_write(loc, data)
-            seen.wrote(loc, data)
+            stale_reads.wrote(loc, data)
     verb = "Updated" if existed else "Created"
     activity.record([loc.display], f"{verb.lower()} {len(data)} bytes (binary)")
     return f"{verb} {loc.display} ({len(data)} bytes)"
@@ -310,10 +311,10 @@ def delete_path(
         locate(ws, path, follow_final=False, write=True) as loc,
         services.locks.hold(ws, [loc.real_abs]),
     ):
-        seen.check(loc, retry=AGAIN.format(then="delete it"), tree=True)
+        stale_reads.check(loc, retry=AGAIN.format(then="delete it"), tree=True)
         activity.before(loc, recursive=recursive)
         what = fileops.delete(loc, recursive=recursive)
-        seen.wrote(loc, None, tree=True)
+        stale_reads.wrote(loc, None, tree=True)
     activity.record([loc.display], f"deleted {what}")
     return f"Deleted {loc.display} ({what})"
 
@@ -381,7 +382,7 @@ def file_info(services: Services, path: PathArg, workspace: WorkspaceArg = None)
     with locate(ws, path, follow_final=False) as loc:
         info = fileops.describe(loc)
         if info.sha256:
-            seen.saw(loc, sha256=info.sha256)
+            stale_reads.saw(loc, sha256=info.sha256)
     mtime = datetime.fromtimestamp(info.mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     rows = [
         f"path: {loc.display}",
@@ -426,30 +427,30 @@ REPLACE = "read it again and merge your change, or pass expectedSha256={sha} to 
 def _replacing(loc: Located, expected: str | None) -> bytes | None:
     """Under the path lock, before a whole-file write: the bytes it replaces, after the
     `expectedSha256` check when given, else the stale-read guard's."""
-    current = seen.current_bytes(loc)
+    current = stale_reads.current_bytes(loc)
     if expected is not None:
         check_sha(loc.display, current, expected)
     else:
-        seen.check(loc, current, retry=REPLACE)
+        stale_reads.check(loc, current, retry=REPLACE)
     return current
 
 
 def _guard_move(src: Located, dst: Located, overwrite: bool) -> bytes | None:
     """Under the path locks: refuse a move of what changed since it was read (and of a
     destination it replaces); returns the moving file's bytes (None: not a file)."""
-    moving = seen.current_bytes(src)
-    seen.check(src, moving, retry=AGAIN.format(then="move it"), tree=True)
+    moving = stale_reads.current_bytes(src)
+    stale_reads.check(src, moving, retry=AGAIN.format(then="move it"), tree=True)
     if overwrite:
-        seen.check(dst, retry=AGAIN.format(then="replace it"), tree=True)
+        stale_reads.check(dst, retry=AGAIN.format(then="replace it"), tree=True)
     return moving
 
 
 def _moved(src: Located, dst: Located, moving: bytes | None) -> None:
-    seen.wrote(src, None, tree=True)
+    stale_reads.wrote(src, None, tree=True)
     if moving is None:
-        seen.forget(dst)  # a directory: what the session saw under that name is gone
+        stale_reads.forget(dst)  # a directory: what the session saw under that name is gone
     else:
-        seen.wrote(dst, moving)
+        stale_reads.wrote(dst, moving)
 
 
 def _conventions(loc: Located, current: bytes | None) -> TextDoc | None:

@@ -17,7 +17,7 @@ from fastmcp import Context, FastMCP
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from ..core import activity, limits, proofkey
+from ..core import limits, proofkey
 from ..core.containment import locate
 from ..core.errors import InvalidArgumentError
 from ..core.exec.commands import (
@@ -28,6 +28,7 @@ from ..core.exec.commands import (
 )
 from ..core.exec.jobs import Job, JobView
 from ..core.exec.runner import Confinement, Runner
+from ..core.state import activity
 from ..core.workspaces import Workspace
 from ..requestctx import TASK_CALL, current_subject
 from ..services import Services

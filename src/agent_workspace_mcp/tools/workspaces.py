@@ -7,7 +7,7 @@ from fastmcp import FastMCP
 
 from ..core import limits
 from ..core.echo import echo
-from ..core.statefiles import has_state_dir
+from ..core.state.files import has_state_dir
 from ..core.workspaces import Workspace
 from ..services import Services
 from .base import READ_ONLY, add_tool, bind

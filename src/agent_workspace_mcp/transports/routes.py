@@ -38,7 +38,7 @@ def _ready_route(app: FastMCP, services: Services) -> None:
     readiness probe; /health stays the liveness probe). No auth; says only yes or no."""
 
     def check() -> str | None:
-        from ..core.statefiles import state_lock
+        from ..core.state.locks import state_lock
 
         for ws in services.registry:
             try:

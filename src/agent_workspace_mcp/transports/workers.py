@@ -8,7 +8,7 @@ routed (sessions held in one worker's memory would break as soon as the next req
 reached another). Whatever must be shared is on disk, under the existing locks:
 journal, notes, changes and checkpoints in the state directory; background jobs as
 records in one private job directory made for this supervisor (`core.exec.jobrecords`);
-per-path edit locks as flocks in each workspace's state directory (`core.locks`);
+per-path edit locks as flocks in each workspace's state directory (`core.state.locks`);
 metrics through prometheus-client's multiprocess files in the private directory.
 
 The supervisor is the child subreaper: a job whose worker died is re-parented to it, so

@@ -23,7 +23,6 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import seen
 from ..containment import Located, locate
 from ..errors import (
     NotFoundError,
@@ -40,6 +39,7 @@ from ..limits import (
     PATH_MAX_CHARS,
 )
 from ..osflags import DIR_FLAGS
+from ..state import stale_reads
 from ..textio import atomic_write
 from ..workspaces import Workspace
 from .store import Store
@@ -310,7 +310,7 @@ def _remove(ws: Workspace, rel: str, now: State) -> None:
             pass
         except OSError as exc:
             raise _op_error(exc, rel) from None
-        seen.wrote(loc, None)
+        stale_reads.wrote(loc, None)
 
 
 def _create(ws: Workspace, rel: str, want: State, now: State, store: Store) -> None:
@@ -324,7 +324,7 @@ def _create(ws: Workspace, rel: str, want: State, now: State, store: Store) -> N
             elif want["t"] == "f":
                 data = store.get(want["h"], want["s"])
                 atomic_write(loc, data, mode=int(want["m"]) & 0o777)
-                seen.wrote(loc, data)
+                stale_reads.wrote(loc, data)
             else:
                 raise WorkspaceError(f"{rel}: a {KINDS.get(want['t'], 'file')} cannot be restored")
         except OSError as exc:

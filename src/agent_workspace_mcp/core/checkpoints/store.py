@@ -6,7 +6,7 @@
   lost, never restored.
 - `index.jsonl`: one line per journaled call, oldest first (see `history.Entry`).
 
-Every path goes through `locate()` like any state file (statefiles), appends and
+Every path goes through `locate()` like any state file (core.state.files), appends and
 rewrites hold the state lock, so several server processes share one store. Pruning
 drops the oldest calls first, keeping their lines as `{"id", "pruned": true}` so the
 work log can say which entries are no longer undoable; an object is deleted only when
@@ -37,7 +37,10 @@ from ..limits import (
     MAX_FILE_BYTES,
 )
 from ..osflags import DIR_FLAGS, READ_FLAGS
-from ..statefiles import JsonlStream, dumps, locate_state, read_text, state_lock, write_text
+from ..state.files import locate_state
+from ..state.locks import state_lock
+from ..state.records import dumps, read_text, write_text
+from ..state.streams import JsonlStream
 from ..textio import atomic_write
 from ..workspaces import Workspace
 

@@ -1,17 +1,17 @@
 """Undo and restore as operations on a workspace (issue 17), shared by the `undo` and
 `restore_file` tools and the operator console: choose the recorded calls, plan, put the
 files back through the containment walk all or nothing, and say what was done. The
-caller journals the call (core.journaling), so an undo can itself be undone.
+caller journals the call (core.state.journaling), so an undo can itself be undone.
 """
 
 from __future__ import annotations
 
-from .. import activity, limits
+from .. import limits
 from ..containment import locate
 from ..echo import listing
 from ..errors import InvalidArgumentError, WorkspaceError
-from ..locks import PathLocks
-from ..statefiles import state_lock
+from ..state import activity
+from ..state.locks import PathLocks, state_lock
 from ..workspaces import Workspace
 from .history import History
 from .revert import Result, carry_out

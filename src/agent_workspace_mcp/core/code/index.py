@@ -32,7 +32,7 @@ from collections import OrderedDict
 from ..containment import open_dir
 from ..errors import WorkspaceError
 from ..limits import SYMBOL_INDEX_FILES
-from ..statefiles import read_json, write_json
+from ..state.records import read_json, write_json
 from ..workspaces import Workspace
 
 log = logging.getLogger(__name__)

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 
 import anyio
 
-from .. import activity, features, limits
+from .. import features, limits
 from ..containment import locate, open_dir, parts_below
 from ..errors import WorkspaceError, WrongTypeError
 from ..limits import STATE_DIR_NAME
-from ..statefiles import ensure_state_dir
+from ..state import activity
+from ..state.files import ensure_state_dir
 from ..workspaces import Workspace
 from . import repoguard
 from .commands import bwrap_prefix, hidden_homes, toolchains_in

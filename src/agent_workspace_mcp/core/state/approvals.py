@@ -27,11 +27,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .errors import InvalidArgumentError, NotFoundError, WorkspaceError
-from .limits import CONFIRM_KEPT, CONFIRM_USE_SECONDS
-from .proofkey import decision_key, seal, verify
-from .statefiles import read_json, state_lock, write_json
-from .workspaces import Workspace
+from ..errors import InvalidArgumentError, NotFoundError, WorkspaceError
+from ..limits import CONFIRM_KEPT, CONFIRM_USE_SECONDS
+from ..proofkey import decision_key, seal, verify
+from ..workspaces import Workspace
+from .locks import state_lock
+from .records import read_json, write_json
 
 FILE = "approvals.json"
 PENDING, APPROVED, DENIED, EXPIRED, USED = "pending", "approved", "denied", "expired", "used"

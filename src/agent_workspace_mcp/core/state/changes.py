@@ -16,22 +16,16 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from .echo import echo, listing
-from .errors import InvalidArgumentError, NotFoundError, WorkspaceError
-from .fileops import make_directory
-from .limits import CHANGE_DOC_MAX_BYTES, SLUG_MAX_CHARS, STATE_DIR_NAME
+from ..echo import echo, listing
+from ..errors import InvalidArgumentError, NotFoundError, WorkspaceError
+from ..fileops import make_directory
+from ..limits import CHANGE_DOC_MAX_BYTES, SLUG_MAX_CHARS, STATE_DIR_NAME
+from ..osflags import DIR_FLAGS
+from ..workspaces import Workspace
+from .files import locate_state
+from .locks import state_lock
 from .memory import now_iso
-from .osflags import DIR_FLAGS
-from .statefiles import (
-    file_size,
-    locate_state,
-    read_json,
-    read_text,
-    state_lock,
-    write_json,
-    write_text,
-)
-from .workspaces import Workspace
+from .records import file_size, read_json, read_text, write_json, write_text
 
 STAGES = ("proposal", "spec", "design", "notes")
 STATUSES = ("pending", "in_progress", "done", "blocked")

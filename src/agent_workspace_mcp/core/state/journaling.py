@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import activity, seen
-from .checkpoints.recorder import Recorder, new_entry_id
-from .checkpoints.store import Store
+from ..checkpoints.recorder import Recorder, new_entry_id
+from ..checkpoints.store import Store
+from ..workspaces import Workspace
+from . import activity, stale_reads
+from .locks import state_lock
 from .memory import Memory, now_iso
-from .statefiles import state_lock
-from .workspaces import Workspace
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -105,12 +105,15 @@ def journaled(
     checkpoints: bool = True,
 ) -> Iterator[Call]:
     """A whole journaled call in synchronous code (the console's actions, made as
-    `seen.OPERATOR`): an exception is recorded as the call's error and raised on."""
+    `stale_reads.OPERATOR`): an exception is recorded as the call's error and raised on."""
     with (
         capturing(ws, tool, store, checkpoints=checkpoints) as call,
-        seen.bind(ws, seen.OPERATOR),
+        stale_reads.bind(ws, stale_reads.OPERATOR),
     ):
-        call.extra = {"session": seen.OPERATOR.session, "client": seen.OPERATOR.client}
+        call.extra = {
+            "session": stale_reads.OPERATOR.session,
+            "client": stale_reads.OPERATOR.client,
+        }
         try:
             yield call
         except Exception as exc:

@@ -15,7 +15,7 @@ content the session saw is in the checkpoint store whenever a server call replac
 Records are small JSON state files under `.workspace-mcp/seen/`, one per session plus
 `writers.json`, rewritten in place under their own lock (`seen.lock`, never the
 journal's) and without fsync, framed so that a read racing a write is recognised and
-done again under the lock (statefiles.read_framed); a lost or damaged record only makes
+done again under the lock (framed.read_framed); a lost or damaged record only makes
 a check pass, as before the guard. Every process serving the root (workers, a stdio
 server beside an HTTP one) reads the same files; a process parses a record again only
 when its bytes changed.
@@ -39,15 +39,19 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from . import limits, safejson, statefiles
-from .checkpoints.store import LostObjectError, Store
-from .containment import Located, locate
-from .echo import bounded, echo
-from .editing import unified_diff
-from .errors import WorkspaceError
-from .osflags import DIR_FLAGS
-from .textio import read_bytes
-from .workspaces import Workspace
+from .. import limits, safejson
+from ..checkpoints.store import LostObjectError, Store
+from ..containment import Located, locate
+from ..echo import bounded, echo
+from ..editing import unified_diff
+from ..errors import WorkspaceError
+from ..osflags import DIR_FLAGS
+from ..textio import read_bytes
+from ..workspaces import Workspace
+from .files import locate_state
+from .framed import TornRecordError, read_framed, read_framed_at, sibling, write_framed_at
+from .locks import state_lock
+from .records import dumps
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -110,15 +114,12 @@ class Records:
         bytes changed. `at`: the record, located, by a caller holding LOCK; without it a
         read that met a write in progress is done again under the lock."""
         try:
-            if at is not None:
-                found = statefiles.read_framed_at(at)
-            else:
-                found = statefiles.read_framed(self.ws, DIR, name)
-        except statefiles.TornRecordError as exc:
+            found = read_framed_at(at) if at is not None else read_framed(self.ws, DIR, name)
+        except TornRecordError as exc:
             if at is None:
                 with (
-                    statefiles.state_lock(self.ws, LOCK),
-                    statefiles.locate_state(self.ws, DIR, name, create_parents=True) as loc,
+                    state_lock(self.ws, LOCK),
+                    locate_state(self.ws, DIR, name, create_parents=True) as loc,
                 ):
                     return self._read(name, at=loc)
             log.warning("stale-read guard: %s; starting that record afresh", exc)
@@ -146,8 +147,8 @@ class Records:
 
     @staticmethod
     def _write(at: Located, value: dict[str, Any]) -> None:
-        """Under LOCK: rewrite the record in place (see statefiles.write_framed_at)."""
-        statefiles.write_framed_at(at, statefiles.dumps(value).encode("utf-8"))
+        """Under LOCK: rewrite the record in place (see framed.write_framed_at)."""
+        write_framed_at(at, dumps(value).encode("utf-8"))
 
     def versions(self, session: str) -> dict[str, str]:
         paths = self._read(_record_name(session)).get("paths")
@@ -179,8 +180,8 @@ class Records:
         of `written` (None: it removed the file)."""
         name = _record_name(agent.session)
         with (
-            statefiles.state_lock(self.ws, LOCK),
-            statefiles.locate_state(self.ws, DIR, name, create_parents=True) as at,
+            state_lock(self.ws, LOCK),
+            locate_state(self.ws, DIR, name, create_parents=True) as at,
         ):
             record = dict(self._read(name, at=at))
             paths = dict(record.get("paths") or {})
@@ -193,7 +194,7 @@ class Records:
                 paths.pop(next(iter(paths)))
             self._write(at, {"session": agent.session, "paths": paths})
             if written:
-                self._record_writers(agent, written, statefiles.sibling(at, WRITERS))
+                self._record_writers(agent, written, sibling(at, WRITERS))
         if new:
             self._evict_sessions()
 
@@ -211,7 +212,7 @@ class Records:
     def _evict_sessions(self) -> None:
         """Keep at most SEEN_SESSIONS session records: the least recently updated go."""
         try:
-            with statefiles.locate_state(self.ws, DIR) as loc:
+            with locate_state(self.ws, DIR) as loc:
                 fd = os.open(loc.name, DIR_FLAGS, dir_fd=loc.dir_fd)
         except (WorkspaceError, OSError):
             return

@@ -1,0 +1,219 @@
+"""Files under `.workspace-mcp/`: located by identity, opened without following links.
+
+The state directory lives inside the workspace, so the agent can write there too: a
+symlink planted as `.workspace-mcp/changes` must not turn a state write into a write
+outside the root. Every state path therefore goes through `locate()` like a tool path,
+and is then checked to really lie in the state directory (`locate_state`).
+
+Every state file is opened without following a symlink and without blocking, and
+must then be a regular file with exactly one link: a FIFO would hang every later call,
+a hard link would send journal appends (or `recall` reads) to a file outside the
+root. Anything else at a state file's name is reported once on stderr, removed (only
+the name in our directory: a hard link's other names are untouched) and recreated.
+The file tools cannot write under `.workspace-mcp/` at all (containment's write policy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+from collections.abc import Iterator
+
+from ..containment import Located, locate, parts_below
+from ..errors import (
+    NotFoundError,
+    OutsideWorkspaceError,
+    TooLargeError,
+    WorkspaceError,
+)
+from ..limits import MAX_FILE_BYTES, MIB, STATE_DIR_NAME
+from ..osflags import NOFOLLOW_NONBLOCK
+from ..textio import kind_of
+from ..workspaces import Workspace
+
+_warned: set[tuple[str, str]] = set()
+
+
+def _warn_once(loc: Located, what: str) -> None:
+    from ..operator import say
+
+    key = (loc.real_abs, what)
+    if key not in _warned:
+        _warned.add(key)
+        say(f"{loc.real_abs}: was {what}, not a plain state file; replaced it with a new one")
+
+
+def unsafe(st: os.stat_result) -> str | None:
+    """What is wrong with an opened state file, or None for a regular file with one link."""
+    if not stat.S_ISREG(st.st_mode):
+        return f"a {kind_of(st.st_mode)}"
+    if st.st_nlink != 1:
+        return f"a hard link ({st.st_nlink} names)"
+    return None
+
+
+def discard(loc: Located, what: str) -> None:
+    """Remove whatever sits at a state file's name (never following it) and say so."""
+    _warn_once(loc, what)
+    try:
+        os.unlink(loc.name, dir_fd=loc.dir_fd)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.EISDIR, errno.EPERM):  # Linux says EISDIR, POSIX EPERM
+            raise
+        raise WorkspaceError(
+            f"{STATE_DIR_NAME}/{loc.name} is a directory; remove it to let the server use it"
+        ) from None
+
+
+def open_state(loc: Located, flags: int, *, create: bool) -> int | None:
+    """An fd on a safe state file: regular, one link, reached without following links.
+
+    Returns None when the file does not exist and `create` is false. A FIFO, socket,
+    device, symlink or hard link at the name is discarded (and recreated if `create`).
+    """
+    for _ in range(3):  # a racing writer may plant something again; give up after that
+        try:
+            fd = os.open(loc.name, flags | NOFOLLOW_NONBLOCK, 0o600, dir_fd=loc.dir_fd)
+        except FileNotFoundError:
+            if not create:
+                return None
+            try:
+                create_flags = flags | NOFOLLOW_NONBLOCK | os.O_CREAT | os.O_EXCL
+                fd = os.open(loc.name, create_flags, 0o600, dir_fd=loc.dir_fd)
+            except FileExistsError:
+                continue
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+                what = {errno.ELOOP: "a symlink", errno.ENXIO: "a FIFO or socket"}.get(
+                    exc.errno or 0, "a directory"
+                )
+                discard(loc, what)
+                continue
+            raise
+        problem = unsafe(os.fstat(fd))
+        if problem is None:
+            return fd
+        os.close(fd)
+        discard(loc, problem)
+    raise WorkspaceError(f"{STATE_DIR_NAME}/{loc.name} keeps being replaced; retry")
+
+
+def read_state(loc: Located) -> bytes | None:
+    """A whole state file (bounded), or None when it does not exist (or was unsafe)."""
+    fd = open_state(loc, os.O_RDONLY, create=False)
+    if fd is None:
+        return None
+    try:
+        if os.fstat(fd).st_size > MAX_FILE_BYTES:
+            raise TooLargeError(f"{STATE_DIR_NAME}/{loc.name} is too large to read")
+        chunks, position = [], 0
+        while position <= MAX_FILE_BYTES:
+            chunk = os.pread(fd, MIB, position)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            position += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def state_rel(ws: Workspace, *parts: str) -> str:
+    """A state path as `locate()` takes it (relative to the base; absolute when unconfined)."""
+    rel = "/".join((STATE_DIR_NAME, *parts))
+    return rel if ws.confined else os.path.join(ws.state_dir, *parts)
+
+
+def _state_prefix(ws: Workspace) -> tuple[str, ...]:
+    return parts_below(ws, ws.state_dir)
+
+
+def locate_state(
+    ws: Workspace, *parts: str, create_parents: bool = False, follow_final: bool = False
+) -> Located:
+    """A state path located like any path, and then checked to really be in the state
+    directory: protection follows the directory, not its name, so a `.workspace-mcp`
+    (or a folder inside it) planted as a symlink to an ordinary folder is removed (the
+    link only, said once) instead of being written through."""
+    parts = tuple(p for part in parts for p in part.split("/") if p)
+    prefix = _state_prefix(ws)
+    for _ in range(3):
+        try:
+            loc = locate(
+                ws, state_rel(ws, *parts), create_parents=create_parents, follow_final=follow_final
+            )
+        except OutsideWorkspaceError:
+            _unlink_state_links(ws, parts)  # a link out of the root: replaced the same way
+            continue
+        if loc.real_parts[: len(prefix)] == prefix and (
+            len(parts) <= 1 or _inside(loc.real_parts[len(prefix) :], parts)
+        ):
+            return loc
+        loc.close()
+        _unlink_state_links(ws, parts)
+    raise WorkspaceError(f"{STATE_DIR_NAME} keeps being replaced by a link; remove it and retry")
+
+
+def _inside(real: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether the directories of `parts` were walked as themselves (no link among them)."""
+    return real[: len(parts) - 1] == parts[:-1]
+
+
+def _unlink_state_links(ws: Workspace, parts: tuple[str, ...]) -> None:
+    """Remove the first symlink among the state directory and its folders on `parts`."""
+    for depth in range(len(parts)):
+        try:
+            loc = locate(ws, state_rel(ws, *parts[:depth]), follow_final=False)
+        except WorkspaceError:
+            return
+        with loc:
+            st = loc.lstat()
+            if st is not None and stat.S_ISLNK(st.st_mode):
+                discard(loc, "a symlink")
+                return
+
+
+def has_state_dir(ws: Workspace) -> bool:
+    """Whether `.workspace-mcp/` exists, asked through the containment walk (never by name)."""
+    try:
+        with locate(ws, state_rel(ws), follow_final=False) as loc:
+            st = loc.lstat()
+    except WorkspaceError:
+        return False
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def ensure_state_dir(ws: Workspace) -> None:
+    """Create `.workspace-mcp/` and its own `.gitignore` (`*`) on first use, contained.
+
+    The repository's own `.gitignore` is never touched; O_EXCL means two servers racing
+    on a fresh workspace do not both write the file.
+    """
+    with locate_state(ws, ".gitignore", create_parents=True) as loc:
+        if loc.lstat() is not None:
+            return
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(loc.name, flags, 0o644, dir_fd=loc.dir_fd)
+        except FileExistsError:
+            return
+        try:
+            os.write(fd, b"*\n")
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def existing(ws: Workspace, *parts: str) -> Iterator[Located | None]:
+    """The located state file, or None when it (or its directory) does not exist yet."""
+    try:
+        loc = locate_state(ws, *parts)
+    except NotFoundError:
+        yield None
+        return
+    with loc:
+        yield loc if loc.lstat() is not None else None

@@ -1,0 +1,166 @@
+"""JSON-lines streams (the journal, the notes, the checkpoint index): appended under the
+state lock, rotated once past their size, read back newest first in bounded windows."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+from .. import safejson
+from ..errors import (
+    WorkspaceError,
+)
+from ..limits import STATE_READ_BYTES
+from ..workspaces import Workspace
+from .files import existing, locate_state, open_state, read_state
+from .locks import state_lock
+from .records import dumps
+
+
+class JsonlStream:
+    """An append-only JSON-lines file with one rotated predecessor (`<name>.1.jsonl`)."""
+
+    def __init__(self, ws: Workspace, name: str, max_bytes: int) -> None:
+        self.ws = ws
+        self.current = f"{name}.jsonl"
+        self.rotated = f"{name}.1.jsonl"
+        self.max_bytes = max_bytes
+
+    def append(self, record: dict[str, Any], *, locked: bool = False) -> int:
+        """Append one record; returns the file's size after it (before any rotation)."""
+        line = (dumps(record) + "\n").encode("utf-8")
+        lock = contextlib.nullcontext() if locked else state_lock(self.ws)
+        with (
+            lock,
+            locate_state(self.ws, self.current, create_parents=True) as loc,
+        ):
+            fd = open_state(loc, os.O_WRONLY | os.O_APPEND, create=True)
+            assert fd is not None
+            try:
+                os.write(fd, line)
+                size = os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+            if size > self.max_bytes:
+                os.rename(loc.name, self.rotated, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
+            return size
+
+    def _window(self, name: str, end: int | None) -> tuple[list[tuple[int, dict[str, Any]]], int]:
+        """(offset, record) pairs in the STATE_READ_BYTES before offset `end` (None: the
+        file's end), oldest first, and the offset where the first whole line starts (0:
+        the file's start was reached)."""
+        try:
+            with existing(self.ws, name) as loc:
+                if loc is None:
+                    return [], 0
+                fd = open_state(loc, os.O_RDONLY, create=False)
+                if fd is None:
+                    return [], 0
+                try:
+                    size = os.fstat(fd).st_size
+                    stop = size if end is None else min(end, size)
+                    start = max(0, stop - STATE_READ_BYTES)
+                    data = os.pread(fd, stop - start, start)
+                finally:
+                    os.close(fd)
+        except WorkspaceError:
+            return [], 0
+        lines = data.split(b"\n")
+        window_start = start
+        if start > 0 and lines:
+            cut = lines[0]
+            lines = lines[1:]  # the first line was cut by the read window
+            # It is read whole by the next window; one longer than a window is skipped.
+            start = start + len(cut) + 1 if lines else window_start
+        records = []
+        offset = start
+        for raw in lines:
+            at, offset = offset, offset + len(raw) + 1
+            if not raw.strip():
+                continue
+            try:
+                record = safejson.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                records.append((at, record))
+        return records, start
+
+    def newest(
+        self,
+        limit: int,
+        keep: Callable[[dict[str, Any]], bool] = lambda r: True,
+        *,
+        whole: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Up to `limit` matching records, newest first: current file, then the rotated one.
+
+        By default only the last STATE_READ_BYTES of each file are read (a view of recent
+        work); `whole` reads both files back to their start, window by window, for answers
+        that must be complete (one session's or change's calls, for undo): other agents'
+        work can push a session's first calls out of the last window."""
+        found: list[dict[str, Any]] = []
+        for name in (self.current, self.rotated):
+            end: int | None = None
+            while True:
+                records, start = self._window(name, end)
+                for _, record in reversed(records):
+                    if keep(record):
+                        found.append(record)
+                        if len(found) >= limit:
+                            return found
+                if not whole or start == 0:
+                    break
+                if end is not None and start >= end:
+                    start = max(0, end - STATE_READ_BYTES)  # one line longer than a window
+                end = start
+        return found
+
+    def page(
+        self,
+        before: int | None,
+        limit: int,
+        keep: Callable[[dict[str, Any]], bool] = lambda r: True,
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """Up to `limit` matching records of the current file older than offset `before`
+        (None: from its end), newest first, and the cursor for the page after (None when
+        the file's start was reached). Each step reads one bounded window."""
+        found: list[dict[str, Any]] = []
+        cursor = before
+        while True:
+            records, start = self._window(self.current, cursor)
+            for at, record in reversed(records):
+                if keep(record):
+                    found.append(record)
+                    if len(found) == limit:
+                        return found, at if at > 0 else None
+            if cursor is not None and start >= cursor:
+                # The window held only the end of one line longer than a window: step
+                # back past it (it is skipped, as by every reader of this file).
+                start = max(0, cursor - STATE_READ_BYTES)
+            if start == 0:
+                return found, None
+            cursor = start
+
+    def mark(self) -> tuple[int, int, int] | None:
+        """What changes when a record is appended (or the file rotates): for watchers
+        that must not re-read the file to learn nothing happened."""
+        try:
+            with existing(self.ws, self.current) as loc:
+                st = None if loc is None else loc.lstat()
+        except WorkspaceError:
+            return None
+        return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def count(self) -> int:
+        """Lines in both files (what `remember` reports as the running total)."""
+        total = 0
+        for name in (self.current, self.rotated):
+            with existing(self.ws, name) as loc:
+                data = None if loc is None else read_state(loc)
+            if data is None:
+                continue
+            total += sum(1 for line in data.split(b"\n") if line.strip())
+        return total
