@@ -58,3 +58,14 @@ def test_ruff_format_clean_without_skips() -> None:
         if marker in p.read_text()
     ]
     assert not skips, skips
+
+
+def test_the_pre_commit_configuration_runs_the_same_checks() -> None:
+    """Issue 45: ruff, mypy and the fast subset, with the project's own tools."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    hooks = {hook["id"]: hook for repo in config["repos"] for hook in repo["hooks"]}
+    assert {"ruff-check", "ruff-format", "mypy", "fast-tests"} <= set(hooks)
+    assert "not slow" in hooks["fast-tests"]["entry"]
+    assert all(hook["entry"].startswith(".venv/bin/") for hook in hooks.values())
