@@ -33,6 +33,7 @@ from ..core.limits import (
     HTTP_TRACKED_SESSIONS,
 )
 from ..core.workspaces import Subpath
+from ..origins import refusal
 from ..requestctx import SUBPATH_HEADER, VERIFIED_SESSION, parse_subpath, subject_of_token
 from ..services import Services
 from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large
@@ -104,13 +105,14 @@ class OriginHostGuard:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             headers = _headers(scope)
-            host = headers.get("host", "").lower()
-            if self.hosts is not None and host not in self.hosts:
-                await _plain(send, 403, "host not allowed")
-                return
-            origin = headers.get("origin")
-            if origin is not None and origin.rstrip("/").lower() not in self.origins:
-                await _plain(send, 403, "origin not allowed")
+            what = refusal(
+                headers.get("host", ""),
+                headers.get("origin"),
+                hosts=self.hosts,
+                origins=self.origins,
+            )
+            if what is not None:
+                await _plain(send, 403, f"{what} not allowed")
                 return
         await self.app(scope, receive, send)
 
