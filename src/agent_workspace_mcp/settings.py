@@ -142,6 +142,11 @@ class Settings(BaseModel):
         "seconds a request for approval waits for an answer; then the call is refused",
         TOOLS, "--confirm-timeout", ("WORKSPACE_MCP_CONFIRM_TIMEOUT",), "SECONDS",
     )] = limits.CONFIRM_TIMEOUT_DEFAULT
+    confirm_wait: Annotated[float | None, Field(gt=0, le=limits.CONFIRM_WAIT_SECONDS), Opt(
+        "seconds a call waits for a person before it answers 'pending' (at most 20: clients "
+        "give up at about 60)",
+        TOOLS, "--confirm-wait", ("WORKSPACE_MCP_CONFIRM_WAIT",), "SECONDS",
+    )] = None
     checkpoints: Annotated[bool, Opt(
         "do not record what each write replaces (undo and restore_file then have nothing "
         "to restore)",

@@ -34,6 +34,8 @@ def served(tmp_path_factory) -> tuple[RunningServer, Path]:
         "delete_path",
         "--confirm-via",
         "console",
+        "--confirm-wait",  # a call answers "pending" after 1 s, not 20 (issue 45)
+        "1",
         "--operator-token",
         "op-handles-0123456789",
         "--api-key",

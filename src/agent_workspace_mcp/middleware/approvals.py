@@ -78,6 +78,12 @@ class ApprovalGate(Middleware):
         except WorkspaceError as exc:
             raise ConfigError(f"--confirm: {exc}") from None
 
+    def wait(self) -> float:
+        """How long a call waits for a person before answering "pending"
+        (`--confirm-wait`, else CONFIRM_WAIT_SECONDS, read at call time)."""
+        chosen = self.services.settings.confirm_wait
+        return chosen if chosen is not None else limits.CONFIRM_WAIT_SECONDS
+
     def configure(self, registered: dict[str, bool], renames: dict[str, str]) -> None:
         """The registered tools (our name -> writes) and the profile's renames; a
         `--confirm` name that is neither a class nor a tool is a ConfigError."""
@@ -240,7 +246,8 @@ class ApprovalGate(Middleware):
 
     async def on_call_tool(self, context: MiddlewareContext, call_next):
         # One wait per call, whoever is asked: the answer must reach the client in time.
-        deadline = anyio.current_time() + limits.CONFIRM_WAIT_SECONDS
+        wait = self.wait()
+        deadline = anyio.current_time() + wait
         tool = context.message.name
         args = dict(context.message.arguments or {})
         ours = canonical(self.ours.get(tool, tool))
@@ -337,7 +344,7 @@ class ApprovalGate(Middleware):
             if "client" in self.via and _can_elicit(ctx):  # asked, and no answer came
                 raise ToolError(
                     f"not run: {tool} needs a person's approval ({why}) and the client's "
-                    f"prompt got no answer within {int(limits.CONFIRM_WAIT_SECONDS)} s; call "
+                    f"prompt got no answer within {wait:g} s; call "
                     "again to be asked again (the operator can add --confirm-via console)"
                 )
             raise ToolError(
@@ -357,7 +364,7 @@ class ApprovalGate(Middleware):
             content=(
                 f"Not run yet: {tool} needs a person's approval ({why}). Asked as "
                 f"{record['id']} in the operator console; no answer within "
-                f"{int(limits.CONFIRM_WAIT_SECONDS)} s. "
+                f"{wait:g} s. "
                 f"Repeat this exact call once it is approved (approval_status('{record['id']}') "
                 f"says when); with no answer in {left} s it is refused."
             )
