@@ -35,7 +35,7 @@ from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core.code import index, outline
 from agent_workspace_mcp.core.code.languages import parse
 from agent_workspace_mcp.core.code.navigate import SOURCE_GLOB
-from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
+from agent_workspace_mcp.core.search.rgproc import find_rg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search import ensure_corpus

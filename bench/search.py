@@ -31,7 +31,7 @@ from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core.limits import IGNORED_DIRS
-from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
+from agent_workspace_mcp.core.search.rgproc import find_rg
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / ".corpus"

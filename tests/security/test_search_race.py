@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from agent_workspace_mcp import Settings
-from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
+from agent_workspace_mcp.core.search.rgproc import find_rg
 from tests.conftest import open_client
 from tests.helpers import call
 

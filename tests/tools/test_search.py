@@ -16,7 +16,7 @@ from agent_workspace_mcp.core.errors import WorkspaceError
 from agent_workspace_mcp.core.fileops import remove_tree
 from agent_workspace_mcp.core.search import python_engine
 from agent_workspace_mcp.core.search.results import GrepQuery
-from agent_workspace_mcp.core.search.ripgrep_engine import find_rg
+from agent_workspace_mcp.core.search.rgproc import find_rg
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.conftest import open_client
 from tests.helpers import fails, ok
@@ -383,29 +383,29 @@ async def test_the_parallel_scan_answers_like_the_sorted_one(
 
 def kill_the_probe_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sorted probe is stopped as soon as it starts, so the scan path always runs."""
-    from agent_workspace_mcp.core.search import ripgrep_engine
+    from agent_workspace_mcp.core.search import scan
 
-    original = ripgrep_engine._Stream.__init__
+    original = scan.Probe.__init__
 
     def init(self, ws, include, args, *rest, **kwargs):
         original(self, ws, include, args, *rest, **kwargs)
         if "--sort" in args:
             self.expire()
 
-    monkeypatch.setattr(ripgrep_engine._Stream, "__init__", init)
+    monkeypatch.setattr(scan.Probe, "__init__", init)
 
 
 def count_parallel_scans(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    from agent_workspace_mcp.core.search import ripgrep_engine
+    from agent_workspace_mcp.core.search import scan
 
     calls: list[int] = []
-    original = ripgrep_engine._Scan.wait
+    original = scan.Scan.wait
 
     def counted(self, *args, **kwargs):
         calls.append(1)
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(ripgrep_engine._Scan, "wait", counted)
+    monkeypatch.setattr(scan.Scan, "wait", counted)
     return calls
 
 

@@ -15,7 +15,7 @@ from ..errors import ConfigError, NotFoundError, WorkspaceError, WrongTypeError
 from ..limits import GITIGNORE_MAX_BYTES, RULES_CHECK_CACHE_SECONDS
 from ..textio import kind_of, read_bytes
 from ..workspaces import Workspace
-from . import python_engine, ripgrep_engine
+from . import python_engine, rgproc, ripgrep_engine
 from .results import GrepQuery, GrepResult, ListQuery, ListResult
 from .rules import ancestor_rules, compile_glob, validate_regex
 
@@ -26,7 +26,7 @@ class SearchEngine:
     def __init__(self, mode: str = "auto") -> None:
         if mode not in ENGINES:
             raise ConfigError(f"search engine must be one of {', '.join(ENGINES)}, got {mode!r}")
-        self.rg = None if mode == "python" else ripgrep_engine.find_rg()
+        self.rg = None if mode == "python" else rgproc.find_rg()
         # (root, start, ancestor rules, the start's .gitignore identity) -> (when, answer)
         self._rules_cache: dict[tuple, tuple[float, bool]] = {}
         if mode == "rg" and self.rg is None:

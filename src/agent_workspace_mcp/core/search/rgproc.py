@@ -1,0 +1,134 @@
+"""One rg process, and what it reports: spawned in the checked directory with its
+stderr drained, its process group stopped; its JSON fields decoded and its errors
+named; every file it names re-read through the containment walk (read_verified), since
+rg walks by name and is never trusted."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import threading
+
+from ..containment import locate
+from ..errors import WorkspaceError
+from ..limits import (
+    BINARY_SNIFF_BYTES,
+    GREP_TIME_BUDGET_SECONDS,
+    RG_STDERR_KEPT_BYTES,
+)
+from ..textio import read_range
+from ..workspaces import Workspace
+from .python_engine import SearchTimeout
+
+
+def find_rg() -> str | None:
+    """The `rg` the `ripgrep` wheel installed next to this interpreter, else one on PATH.
+
+    Clients often launch us (via uvx) without the environment's scripts dir on PATH.
+    """
+    candidates = [
+        os.path.join(os.path.dirname(sys.executable), "rg"),
+        os.path.join(sysconfig.get_path("scripts"), "rg"),
+    ]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("rg")
+
+
+def spawn(args: list[str], cwd: str) -> subprocess.Popen:
+    # rg is run by absolute path and reads no configuration; it needs no PATH or secrets.
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+    proc = subprocess.Popen(
+        args,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+    # A tree full of unreadable entries makes rg write an error per entry; a full stderr
+    # pipe would stall it, so a thread drains it and keeps only the start.
+    proc._awm_stderr = bytearray()  # type: ignore[attr-defined]
+    drain = threading.Thread(target=drain_stderr, args=(proc,), daemon=True)
+    drain.start()
+    proc._awm_drain = drain  # type: ignore[attr-defined]
+    return proc
+
+
+def drain_stderr(proc: subprocess.Popen) -> None:
+    assert proc.stderr is not None
+    kept: bytearray = proc._awm_stderr  # type: ignore[attr-defined]
+    with contextlib.suppress(OSError, ValueError):
+        for chunk in iter(lambda: proc.stderr.read1(1 << 16), b""):  # type: ignore[union-attr,attr-defined]
+            room = RG_STDERR_KEPT_BYTES - len(kept)
+            if room > 0:
+                kept += chunk[:room]
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        kill_group(proc)
+    proc.wait()
+    if proc.stdout:
+        proc.stdout.close()
+    if proc.stderr:
+        proc.stderr.close()
+
+
+def regex_error(stderr: bytes) -> str | None:
+    """The sentence for a pattern rg could not parse, else None.
+
+    Any other message is about one entry (unreadable, vanished mid-walk) and is
+    skipped, as the Python engine skips such entries: rg still searched the rest, and
+    its messages name what it saw, which mid-swap may be outside the root.
+    """
+    text = stderr.decode("utf-8", "replace").strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("regex parse error"):
+        detail = next((line for line in reversed(lines) if line.startswith("error:")), lines[-1])
+        return f"invalid regex: {detail.removeprefix('error:').strip()}"
+    return None
+
+
+def decode(field: dict) -> bytes:
+    if "text" in field:
+        return field["text"].encode("utf-8", "surrogatepass")
+    return base64.b64decode(field.get("bytes", ""))
+
+
+def timed_out() -> SearchTimeout:
+    return SearchTimeout(
+        f"the search took longer than {GREP_TIME_BUDGET_SECONDS:g} s; narrow the path or pattern"
+    )
+
+
+def read_verified(ws: Workspace, rel: str, size: int) -> bytes | None:
+    """Up to `size` bytes of a file rg reported, read through the containment walk.
+
+    rg's own traversal never follows symlinks, but the tree can change between rg
+    listing a path and us reading it; `locate()` makes that read safe regardless.
+    """
+    try:
+        with locate(ws, "/" + rel if not ws.confined else rel) as loc:
+            data, _ = read_range(loc, 0, size)
+            return data
+    except WorkspaceError:
+        return None
+
+
+def is_binary(ws: Workspace, rel: str) -> bool:
+    head = read_verified(ws, rel, BINARY_SNIFF_BYTES)
+    return head is None or b"\x00" in head
