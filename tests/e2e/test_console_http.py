@@ -331,3 +331,37 @@ async def test_each_agents_work_is_attributed_and_undone_alone(served: RunningSe
         done = await second.call_tool("undo", {"session": mine["session"]})
         assert done.content[0].text.startswith("Undid 1 call")
     assert not (root / "s1.txt").exists() and (root / "s2.txt").read_text() == "two\n"
+
+
+async def test_a_subpath_sessions_writes_are_shown_and_undone(tmp_path: Path) -> None:
+    """Issue 43, item 12: a subpath-confined agent's writes went to sub/.workspace-mcp,
+    which the console never read: it showed none of them."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from agent_workspace_mcp.console.state import ConsoleState
+    from agent_workspace_mcp.core import limits
+    from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_text("before\n")
+    server = start(root, "--token", AGENT)
+    try:
+        transport = StreamableHttpTransport(server.url, headers={"x-workspace-subpath": "sub"})
+        async with Client(transport, auth=AGENT) as client:
+            wrote = await client.call_tool("write_file", {"path": "a.txt", "content": "agent\n"})
+            assert not wrote.is_error
+    finally:
+        server.stop()
+    state = ConsoleState(
+        WorkspaceRegistry.confined(str(root), ()),
+        journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+    )
+    shown = [e for e in state.entries() if e["tool"] == "write_file"]
+    assert [(e["workspace"], e["paths"]) for e in shown] == [("default:sub", ["a.txt"])]
+    diff = state.diff("default:sub", shown[0]["id"])
+    assert diff[0].path == "a.txt" and "+agent" in diff[0].lines
+    assert "Undid 1 call" in state.undo("default:sub", entry=shown[0]["id"], dry_run=False)
+    assert (root / "sub" / "a.txt").read_text() == "before\n"

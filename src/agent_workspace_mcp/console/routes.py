@@ -168,7 +168,7 @@ def routes(state: ConsoleState, keys: Secrets, base_path: str = "") -> list[Rout
             "jobs": state.jobs,
             "sessions": state.live_sessions,
             "approvals": state.approvals,
-            "workspaces": lambda: [ws.name for ws in state.registry],
+            "workspaces": lambda: [ws.name for ws in state.views()],
         }.get(what)
         if source is None:
             return _error("unknown listing", 404)

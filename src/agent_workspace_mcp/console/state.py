@@ -10,16 +10,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import posixpath
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..core import limits
 from ..core.checkpoints import undoing
 from ..core.checkpoints.diffs import FileDiff, entry_diffs
 from ..core.checkpoints.store import Store
-from ..core.errors import WorkspaceError
+from ..core.containment import resolve_subpath
+from ..core.errors import UnknownWorkspaceError, WorkspaceError
+from ..core.exec import repoguard
 from ..core.exec.jobrecords import JobRecords
 from ..core.exec.jobs import default_job_dir, log_tail
 from ..core.state import activity
@@ -53,9 +56,43 @@ class ConsoleState:
         self.live_sessions = live_sessions or (lambda: [])
         self.job_dir = job_dir or default_job_dir()
         self.approval_store = Approvals(limits.CONFIRM_TIMEOUT_DEFAULT)
+        self._views: tuple[float, list[Workspace]] | None = None
 
     def workspace(self, name: str | None) -> Workspace:
+        if name and SUBVIEW in name:  # a subpath session's own state: `default:sub`
+            for view in self.views():
+                if view.name == name:
+                    return view
+            raise UnknownWorkspaceError(f"no workspace {name[:80]} with recorded work")
         return self.registry.get(name)
+
+    def views(self) -> list[Workspace]:
+        """Every workspace, then each subpath session's state below the primary: a session
+        confined to `sub` journals and records its checkpoints in `sub/.workspace-mcp`
+        (its paths relative to `sub`), shown here as the workspace `<primary>:sub` so its
+        diffs and undo work as the session's did (issue 43: the console showed none of
+        it). Found by one bounded walk, kept CONSOLE_VIEWS_SECONDS."""
+        now = time.monotonic()
+        if self._views is not None and now - self._views[0] < limits.CONSOLE_VIEWS_SECONDS:
+            return self._views[1]
+        found = list(self.registry)
+        primary = self.registry.primary
+        if primary.confined:
+            try:
+                seen = repoguard.survey(primary, (), names=(limits.STATE_DIR_NAME,))
+            except WorkspaceError:
+                seen = None
+            for rel, (_dev, _ino, kind) in sorted(seen.entries.items() if seen else ()):
+                sub = posixpath.dirname(rel)
+                if not sub or kind != "dir":
+                    continue
+                try:
+                    view = self.registry.view(resolve_subpath(primary, sub)).primary
+                except WorkspaceError:
+                    continue
+                found.append(replace(view, name=f"{primary.name}{SUBVIEW}{sub}"))
+        self._views = (now, found)
+        return found
 
     def store(self, ws: Workspace) -> Store:
         return Store(ws, self.checkpoint_max_bytes)
@@ -86,7 +123,7 @@ class ConsoleState:
                 "since": since,
             }
         )
-        for ws in [self.workspace(name)] if name else list(self.registry):
+        for ws in [self.workspace(name)] if name else self.views():
             for record in self.memory.journal(ws).newest(limit, lambda r: keep(shaped(r))):
                 found.append({**shaped(record), "workspace": ws.name})
         found.sort(key=lambda r: str(r.get("ts", "")), reverse=True)
@@ -94,7 +131,7 @@ class ConsoleState:
 
     def marks(self) -> tuple:
         """Changes whenever any workspace's journal gets an entry (cheap: one stat each)."""
-        return tuple(self.memory.journal(ws).mark() for ws in self.registry)
+        return tuple(self.memory.journal(ws).mark() for ws in self.views())
 
     def older(
         self, name: str | None, before: int | None, *, limit: int = 200, **filters: str | None
@@ -242,7 +279,7 @@ class ConsoleState:
 
     def notes(self, name: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         found = []
-        for ws in [self.workspace(name)] if name else list(self.registry):
+        for ws in [self.workspace(name)] if name else self.views():
             found += [{**r, "workspace": ws.name} for r in self.memory.notes(ws).newest(limit)]
         return sorted(found, key=lambda r: str(r.get("ts", "")), reverse=True)[:limit]
 
@@ -327,6 +364,7 @@ class ConsoleState:
         return self._owning(cwd) or self.registry.primary
 
 
+SUBVIEW = ":"  # `default:sub`: a subpath session's state, as the console names it
 _NUMBERS = frozenset({"ms"})
 
 

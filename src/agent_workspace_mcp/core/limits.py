@@ -411,6 +411,9 @@ TOUCHED_ENTRIES_MAX = 20_000
 REVIEW_PAGE_BYTES = 48_000
 REVIEW_FILE_LINES = 400
 REVIEW_IDS = 500
+# ours (issue 43): how long the console keeps the list of subpath sessions' state
+# directories it found by one walk (it polls for new entries every few seconds).
+CONSOLE_VIEWS_SECONDS = 10.0
 # ours (issue 43): a client's name or version as shown (clientInfo is free text).
 CLIENT_NAME_CHARS = 80
 # ours (issue 43): entries the walk for `.git` / `.workspace-mcp` looks at before and after
