@@ -69,3 +69,34 @@ def test_the_pre_commit_configuration_runs_the_same_checks() -> None:
     assert {"ruff-check", "ruff-format", "mypy", "fast-tests"} <= set(hooks)
     assert "not slow" in hooks["fast-tests"]["entry"]
     assert all(hook["entry"].startswith(".venv/bin/") for hook in hooks.values())
+
+
+def test_mypy_strict_on_core() -> None:
+    """Issue 45: the core (plain Python, no framework) type-checks under `--strict`."""
+    mypy = shutil.which("mypy") or str(Path(sys.executable).parent / "mypy")
+    if not Path(mypy).exists():
+        pytest.skip("mypy is not installed (it is part of the [test] extra)")
+    out = subprocess.run(
+        [mypy, "--strict", "src/agent_workspace_mcp/core"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_services_fields_are_typed() -> None:
+    """Issue 45: what every tool module shares names its types (no Any, no bare dict)."""
+    import dataclasses
+    import typing
+
+    from agent_workspace_mcp.services import Services
+
+    hints = typing.get_type_hints(Services)
+    loose = [
+        f.name
+        for f in dataclasses.fields(Services)
+        if hints[f.name] is typing.Any or hints[f.name] is dict or "Any" in str(hints[f.name])
+    ]
+    assert not loose, loose

@@ -155,10 +155,12 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:
         yield {"services": services}
 
+    metrics = None
     if settings.http:
         from .middleware.metrics import Metrics, MetricsMiddleware
 
-        services.metrics = Metrics(services)
+        metrics = Metrics(services)
+        services.metrics = metrics
     from . import telemetry
 
     if telemetry.active():
@@ -170,7 +172,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     middleware = [
         *tracing,
         *([AuditMiddleware(services, audit)] if settings.audit else []),
-        *([MetricsMiddleware(services.metrics)] if services.metrics is not None else []),
+        *([MetricsMiddleware(metrics)] if metrics is not None else []),
         SubpathMiddleware(services),
     ]
     if settings.rate_limit:

@@ -8,13 +8,15 @@ every request is its own session.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
 from .core.checkpoints.store import Store
 from .core.exec.commands import safe_path_dirs
 from .core.exec.jobs import JobRegistry
 from .core.exec.process import scrubbed_env
+from .core.gitread import GitReader
 from .core.search.engine import SearchEngine
 from .core.shutdown import Shutdown
 from .core.skills import SkillStore
@@ -22,9 +24,32 @@ from .core.state.approvals import Approvals
 from .core.state.changes import Changes
 from .core.state.locks import PathLocks
 from .core.state.memory import Memory
-from .core.workspaces import SESSION_SUBPATH, Workspace, WorkspaceRegistry, WorkspaceView
+from .core.workspaces import SESSION_SUBPATH, Subpath, Workspace, WorkspaceRegistry, WorkspaceView
 from .settings import Settings
 from .surface import Surface
+
+
+@dataclass
+class SessionInfo:
+    """One open HTTP session (or legacy SSE stream): who opened it, and where it is confined."""
+
+    subject: str | None
+    subpath: Subpath | None  # resolved once by the containment walk; None: the whole workspace
+    raw_subpath: str | None = None  # the header as sent when the session opened
+    used: float = field(default_factory=time.monotonic)  # last request, for idle expiry
+
+
+class Counter(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
+
+
+class MetricsSink(Protocol):
+    """What of middleware.metrics.Metrics the transports use (/metrics, auth failures)."""
+
+    @property
+    def auth_failures(self) -> Counter: ...
+
+    def exposition(self) -> bytes: ...
 
 
 @dataclass
@@ -40,15 +65,17 @@ class Services:
     bwrap: str | None  # the checked bubblewrap binary when commands are sandboxed
     sandbox_said: str  # how commands run, for the start-up line ("" when none is served)
     shutdown: Shutdown = field(default_factory=Shutdown)
-    metrics: Any = None  # middleware.metrics.Metrics when serving HTTP
+    metrics: MetricsSink | None = None  # middleware.metrics.Metrics when serving HTTP
     changes: Changes = field(default_factory=Changes)
     # HTTP sessions: id -> who opened it and its workspace subpath (transports.http)
-    sessions: dict = field(default_factory=dict)
+    sessions: dict[str, SessionInfo] = field(default_factory=dict)
     surface: Surface | None = None  # what is served (surface.compute), once registered
     approvals: Approvals | None = None  # with --confirm/--confirm-path (issue 32)
-    git: Any = None  # tools.git's GitReader: it keeps repository checks between calls
+    git: GitReader | None = None  # kept by tools.git: its repository checks between calls
     # (os.environ's items, the child environment made from them): see child_env
-    _child_env: tuple[tuple, dict[str, str]] | None = field(default=None, repr=False)
+    _child_env: tuple[tuple[tuple[str, str], ...], dict[str, str]] | None = field(
+        default=None, repr=False
+    )
 
     @property
     def workspaces(self) -> WorkspaceView:

@@ -40,6 +40,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .containment import GIT_DIR_NAME, open_root, root_cwd
 from .errors import WorkspaceError
@@ -130,7 +131,10 @@ def _config_files(repo: Repository, env: Mapping[str, str]) -> list[str]:
     return files
 
 
-def _fingerprint(here: str, repo: Repository, env: Mapping[str, str]) -> tuple:
+Key = tuple[Any, ...]  # a cache key or a fingerprint: plain values, compared whole
+
+
+def _fingerprint(here: str, repo: Repository, env: Mapping[str, str]) -> Key:
     """Everything the repository check and the filter-driver list were computed from:
     the `.git` entry of every directory from the workspace up to the work tree's top
     (discovery), the git and common directories and what they declare (`commondir`,
@@ -179,7 +183,9 @@ class GitReader:
         self._path_dirs = path_dirs
         # (workspace view, git, HOME) -> (fingerprint, repository, filter overrides): the
         # two extra git processes a call needed, kept while nothing they read changed.
-        self._checked: OrderedDict[tuple, tuple[tuple, Repository, list[str]]] = OrderedDict()
+        self._checked: OrderedDict[
+            tuple[Any, ...], tuple[tuple[Any, ...], Repository, list[str]]
+        ] = OrderedDict()
         self._lock = threading.Lock()
 
     def _git(self) -> tuple[str, dict[str, str]]:
@@ -355,7 +361,7 @@ def _declares_git_inside(ws: Workspace) -> bool:
 
 def _run(
     argv: list[str], cwd: str, env: dict[str, str], timeout: float
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[bytes]:
     # Not `subprocess.run(timeout=...)`: after the pipes close it polls for the exit with
     # sleeps (0.6 ms a call here, a tenth of a `git status`); a timer kills the process
     # group instead, and the wait blocks.
@@ -389,7 +395,7 @@ def _run(
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def _failure(out: subprocess.CompletedProcess) -> GitError:
+def _failure(out: subprocess.CompletedProcess[bytes]) -> GitError:
     message = out.stderr.decode("utf-8", "replace").strip()
     if "not a git repository" in message:
         return GitError("the workspace is not a git repository")

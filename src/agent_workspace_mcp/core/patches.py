@@ -12,6 +12,7 @@ trailing whitespace ignored; otherwise the hunk is reported and nothing is writt
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .editing import clip
@@ -180,7 +181,9 @@ def _locate_hunk(lines: list[str], old: list[str], expected: int, floor: int) ->
     if limit < floor:
         return None
     candidates = sorted(range(floor, limit + 1), key=lambda c: (abs(c - expected), c))
-    for same in (lambda a, b: a == b, lambda a, b: a.rstrip() == b.rstrip()):
+    exact: Callable[[str, str], bool] = lambda a, b: a == b  # noqa: E731
+    loose: Callable[[str, str], bool] = lambda a, b: a.rstrip() == b.rstrip()  # noqa: E731
+    for same in (exact, loose):
         for start in candidates:
             if same(lines[start], old[0]) and all(
                 same(lines[start + i], old[i]) for i in range(1, len(old))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files as package_files
 from importlib.resources.abc import Traversable
+from typing import Any
 
 from .containment import locate
 from .errors import WorkspaceError
@@ -57,7 +58,7 @@ class SkillInfo:
     contents: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
-def parse_skill_md(text: str, folder_name: str) -> tuple[dict, str]:
+def parse_skill_md(text: str, folder_name: str) -> tuple[dict[str, Any], str]:
     """Frontmatter mapping and body; raises SkillProblem with the reason."""
     if text.startswith("\ufeff"):
         text = text[1:]

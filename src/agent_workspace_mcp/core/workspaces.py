@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
@@ -184,7 +184,7 @@ class WorkspaceRegistry:
         """What one request may use: everything, or one subpath of the primary."""
         return WorkspaceView(self, subpath)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Workspace]:
         return iter(self._by_name.values())
 
     def __len__(self) -> int:
@@ -236,7 +236,7 @@ class WorkspaceView:
         """Every configured root (PATH rules keep all of them out, whatever the view)."""
         return self.registry.roots()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Workspace]:
         return iter([self._confined] if self._confined is not None else self.registry)
 
     def __len__(self) -> int:

@@ -21,7 +21,6 @@ import logging
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.shared.inbound import validate_mcp_param_headers
@@ -35,7 +34,7 @@ from ..core.limits import (
 from ..core.workspaces import Subpath
 from ..origins import refusal
 from ..requestctx import SUBPATH_HEADER, VERIFIED_SESSION, parse_subpath, subject_of_token
-from ..services import Services
+from ..services import Services, SessionInfo
 from .frames import FRAME_ID_SCAN_BYTES, BadFrame, check_frame, too_large
 
 log = logging.getLogger("agent_workspace_mcp")
@@ -300,14 +299,6 @@ async def _json_rpc_error(send, status: int, bad: BadFrame) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-@dataclass
-class SessionInfo:
-    subject: str | None
-    subpath: Subpath | None  # resolved once by the containment walk; None: the whole workspace
-    raw_subpath: str | None = None  # the header as sent when the session opened
-    used: float = field(default_factory=time.monotonic)  # last request, for idle expiry
 
 
 def expire_idle(sessions: dict[str, SessionInfo], idle: float) -> None:

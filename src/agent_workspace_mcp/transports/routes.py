@@ -66,6 +66,7 @@ def _metrics_route(app: FastMCP, services: Services, *, protected: bool) -> None
         # so this one checks what it found (same token, API key or JWT as /mcp).
         if protected and not getattr(request.user, "is_authenticated", False):
             return Response(status_code=401, headers={"www-authenticate": "Bearer"})
+        assert services.metrics is not None  # the route exists only when metrics do
         return Response(services.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
 

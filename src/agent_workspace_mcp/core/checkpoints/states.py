@@ -81,7 +81,7 @@ def same(current: State, expected: State) -> bool:
         if current.get("m") != expected.get("m"):
             return False
         if "h" in current and "h" in expected:
-            return current["h"] == expected["h"]
+            return bool(current["h"] == expected["h"])
         return current.get("q") == expected.get("q")
     if kind == "l":
         return current.get("k") == expected.get("k")

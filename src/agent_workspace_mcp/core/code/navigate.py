@@ -11,6 +11,7 @@ import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from .. import limits
 from ..containment import locate
@@ -112,7 +113,9 @@ def outline_file(source: Source, depth: int | None, budget: int = ANSWER_BYTES) 
     return "\n".join(kept)
 
 
-def outline_tree(engine: SearchEngine, ws: Workspace, path: str, depth: int | None, shown) -> str:
+def outline_tree(
+    engine: SearchEngine, ws: Workspace, path: str, depth: int | None, shown: Any
+) -> str:
     files, cut = source_files(engine, ws, path)
     if not files:
         return f"(no {supported()} source files under {path or '.'})"
@@ -357,7 +360,7 @@ def word_of(name: str) -> str:
 
 
 def files_with(
-    engine: SearchEngine, ws: Workspace, pattern: str, path: str | None, *, ignore_case=False
+    engine: SearchEngine, ws: Workspace, pattern: str, path: str | None, *, ignore_case: Any = False
 ) -> tuple[list[str], bool]:
     """The ripgrep prefilter: sorted source files with a line matching `pattern`, and
     whether it stopped at its cap (so some files were not looked at)."""

@@ -142,7 +142,7 @@ class Definition:
         return f"{indent}{self.start}-{self.end}  {shown}"
 
 
-class Outline(list):
+class Outline(list[Any]):
     """A file's definitions; `partial` when the walk stopped at CODE_FILE_SECONDS."""
 
     partial: bool = False
@@ -227,7 +227,7 @@ def _types(language: str) -> set[str]:
     return types
 
 
-def _walked(language: str, root, deadline: float) -> tuple[list[Any], bool]:
+def _walked(language: str, root: Any, deadline: float) -> tuple[list[Any], bool]:
     """The query's candidates by a walk that stops at `deadline` (and whether it ended)."""
     types = _types(language)
     found: list[Any] = []
@@ -247,7 +247,7 @@ def _walked(language: str, root, deadline: float) -> tuple[list[Any], bool]:
                 return found, True
 
 
-def _candidates(language: str, root) -> list[Any]:
+def _candidates(language: str, root: Any) -> list[Any]:
     import tree_sitter
 
     from .languages import grammar
@@ -259,7 +259,9 @@ def _candidates(language: str, root) -> list[Any]:
     return tree_sitter.QueryCursor(query).captures(root).get("d", [])
 
 
-def _definition(node, kinds, language, source, depth, qualifier, enclosing) -> Definition | None:
+def _definition(
+    node: Any, kinds: Any, language: Any, source: Any, depth: Any, qualifier: Any, enclosing: Any
+) -> Definition | None:
     kind = kinds.get(node.type)
     value = None
     if kind is None and node.type in _VARIABLES and language in ("javascript", "typescript", "tsx"):
@@ -297,7 +299,7 @@ def _definition(node, kinds, language, source, depth, qualifier, enclosing) -> D
     )
 
 
-def _first_of_type(node, wanted: str) -> Any:
+def _first_of_type(node: Any, wanted: str) -> Any:
     pending = [node] if node is not None else []
     while pending:
         current = pending.pop(0)
@@ -307,7 +309,7 @@ def _first_of_type(node, wanted: str) -> Any:
     return None
 
 
-def _function_value(declaration) -> Any:
+def _function_value(declaration: Any) -> Any:
     for declarator in declaration.named_children:
         if declarator.type == "variable_declarator":
             value = declarator.child_by_field_name("value")
@@ -316,11 +318,11 @@ def _function_value(declaration) -> Any:
     return None
 
 
-def _text(node) -> str:
+def _text(node: Any) -> str:
     return node.text.decode("utf-8", "replace") if node is not None else ""
 
 
-def _name(node, language: str, declarator) -> str:
+def _name(node: Any, language: str, declarator: Any) -> str:
     if declarator is not None:
         return _text(declarator.child_by_field_name("name"))
     if node.type == "impl_item":
@@ -338,7 +340,7 @@ def _name(node, language: str, declarator) -> str:
     return _text(node.child_by_field_name("name"))
 
 
-def _signature(node, source: bytes, declarator) -> str:
+def _signature(node: Any, source: bytes, declarator: Any) -> str:
     holder = declarator.child_by_field_name("value") if declarator is not None else node
     body = holder.child_by_field_name("body")
     start = node.start_byte
@@ -363,11 +365,11 @@ def _signature(node, source: bytes, declarator) -> str:
     return text
 
 
-def _doc_start(node) -> int:
+def _doc_start(node: Any) -> int:
     """The row where the comment block directly above `node` starts (its own row if none)."""
     row = node.start_point.row
     sibling = node.prev_sibling
     while sibling is not None and "comment" in sibling.type and sibling.end_point.row >= row - 1:
         row = sibling.start_point.row
         sibling = sibling.prev_sibling
-    return row
+    return int(row)

@@ -25,6 +25,7 @@ import signal
 import stat
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from .. import safejson
 from ..fdread import read_capped
@@ -69,7 +70,7 @@ def process_start(pid: int) -> tuple[int, str, int] | None:
         return None
 
 
-def leader_alive(record: dict) -> bool:
+def leader_alive(record: dict[str, Any]) -> bool:
     """The job's own process still runs (not reaped, not a zombie, not a reused pid)."""
     found = process_start(record["pid"])
     return found is not None and found[0] == record["pid_start"] and found[1] != "Z"
@@ -92,7 +93,7 @@ class JobRecords:
         finally:
             os.close(fd)
 
-    def write(self, record: dict) -> None:
+    def write(self, record: dict[str, Any]) -> None:
         """Replace the record atomically (a reader sees the old one or the new one)."""
         path = self._path(record["id"])
         if path is None:
@@ -106,7 +107,7 @@ class JobRecords:
             os.close(fd)
         os.rename(tmp, path)
 
-    def read(self, job_id: str) -> dict | None:
+    def read(self, job_id: str) -> dict[str, Any] | None:
         path = self._path(job_id)
         if path is None:
             return None
@@ -144,7 +145,7 @@ class JobRecords:
             return None
         return record
 
-    def all(self) -> list[dict]:
+    def all(self) -> list[dict[str, Any]]:
         try:
             names = os.listdir(self.directory)
         except OSError:
@@ -157,7 +158,7 @@ class JobRecords:
                     found.append(record)
         return found
 
-    def update(self, job_id: str, **changes) -> dict | None:
+    def update(self, job_id: str, **changes: Any) -> dict[str, Any] | None:
         with self.locked():
             record = self.read(job_id)
             if record is None:
@@ -188,7 +189,7 @@ class JobRecords:
                 code = os.waitstatus_to_exitcode(wait_status)
                 self.finish(record["id"], exit_code=code, timed_out=False, killed=False)
 
-    def signal_job(self, record: dict, *, grace: float = KILL_GRACE_SECONDS) -> None:
+    def signal_job(self, record: dict[str, Any], *, grace: float = KILL_GRACE_SECONDS) -> None:
         """SIGTERM to the job's process group, SIGKILL after `grace`, like a local kill.
         The pid must still be the job's (start time) and lead its own group."""
         pid = record["pid"]
@@ -208,7 +209,7 @@ class JobRecords:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
 
-    def overdue(self, slack: float, parent: int) -> list[dict]:
+    def overdue(self, slack: float, parent: int) -> list[dict[str, Any]]:
         """Running jobs of `parent` (the supervisor, which inherits a job whose worker is
         gone; a live worker enforces its own deadlines) past their maxRuntimeMs by more
         than `slack` seconds, not already being stopped."""

@@ -27,6 +27,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from ..echo import echo
 from ..errors import NotFoundError, WorkspaceError
@@ -213,7 +214,7 @@ class Job:
         )
 
 
-def _record_view(record: dict, log_path: str) -> JobView:
+def _record_view(record: dict[str, Any], log_path: str) -> JobView:
     status = record["status"]
     if status == "running" and not leader_alive(record):
         status = "exited"  # its reaper is about to record the exit code
@@ -380,14 +381,14 @@ class JobRegistry:
         job.refresh()
         return job
 
-    def _record(self, job_id: str, owner: str | None) -> dict | None:
+    def _record(self, job_id: str, owner: str | None) -> dict[str, Any] | None:
         """The job's record on disk: a worker's job (shared mode), or one this server's
         earlier run started (issue 43: after a restart, tasks/get said "unknown taskId"
         for finished jobs whose records were still there)."""
         record = self.records.read(job_id)
         return record if record is not None and record["owner"] == owner else None
 
-    def _view(self, record: dict) -> JobView:
+    def _view(self, record: dict[str, Any]) -> JobView:
         return _record_view(record, os.path.join(self.job_dir, f"{record['id']}.log"))
 
     def _local_view(self, job: Job) -> JobView:

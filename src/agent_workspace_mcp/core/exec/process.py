@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..limits import (
     KILL_GRACE_SECONDS,
@@ -207,7 +208,7 @@ class Child:
         self.argv = argv
         self.started = time.monotonic()
         self.buffer = OutputBuffer()
-        self._sinks: list = [self.buffer]
+        self._sinks: list[Any] = [self.buffer]
         self._sink_lock = threading.Lock()
         self.proc = subprocess.Popen(
             argv,
@@ -222,7 +223,7 @@ class Child:
             pass_fds=pass_fds,
         )
         self.pid = self.proc.pid
-        self._handoff: tuple | None = None  # (start_pump, done): see hand_off
+        self._handoff: tuple[Any, ...] | None = None  # (start_pump, done): see hand_off
         self._reading = True
         self._wake_r, self._wake_w = os.pipe2(os.O_CLOEXEC)
         self.finished = threading.Event()  # the pump is done: output complete, child reaped
@@ -237,14 +238,14 @@ class Child:
         self._pump = threading.Thread(target=self._run_pump, name=f"pump-{self.pid}", daemon=True)
         self._pump.start()
 
-    def add_sink(self, sink, replay: bool = True) -> None:
+    def add_sink(self, sink: Any, replay: bool = True) -> None:
         """Send further output to `sink` too (a job log), after what was captured so far."""
         with self._sink_lock:
             if replay:
                 sink.write(self.buffer.text().encode("utf-8", "replace"))
             self._sinks.append(sink)
 
-    def hand_off(self, start_pump) -> None:
+    def hand_off(self, start_pump: Any) -> None:
         """Stop reading the output here: the pump thread calls `start_pump(fd)` with the
         pipe (to give it to a process that outlives this one), then only waits for the
         child. Nothing to do if the output is already complete."""
@@ -354,7 +355,7 @@ _PUMP = (
 )
 
 
-def start_output_pump(pipe_fd: int, log_fd: int, room: int) -> subprocess.Popen:
+def start_output_pump(pipe_fd: int, log_fd: int, room: int) -> subprocess.Popen[bytes]:
     """A process of its own session (a kill of the job's group leaves it draining)."""
     return subprocess.Popen(
         [sys.executable, "-I", "-S", "-c", _PUMP, str(max(room, 0))],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import stat
 import time
+from typing import Any
 
 from ..containment import locate
 from ..errors import ConfigError, NotFoundError, WorkspaceError, WrongTypeError
@@ -28,7 +29,7 @@ class SearchEngine:
             raise ConfigError(f"search engine must be one of {', '.join(ENGINES)}, got {mode!r}")
         self.rg = None if mode == "python" else rgproc.find_rg()
         # (root, start, ancestor rules, the start's .gitignore identity) -> (when, answer)
-        self._rules_cache: dict[tuple, tuple[float, bool]] = {}
+        self._rules_cache: dict[tuple[Any, ...], tuple[float, bool]] = {}
         if mode == "rg" and self.rg is None:
             raise ConfigError("search engine 'rg' requested but no ripgrep binary was found")
 

@@ -14,7 +14,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..containment import open_root
 from ..errors import WorkspaceError
@@ -121,9 +121,9 @@ def walk_files(
             return
         start_fd = _open_dirs(root_fd, start)
         # Each frame: (dir fd, dir rel path, depth, sorted pending entries, ignore stack)
-        stack: list[tuple[int, str, int, list[tuple[str, bool]], list]] = []
+        stack: list[tuple[int, str, int, list[tuple[str, bool]], list[Any]]] = []
 
-        def push(fd: int, rel: str, depth: int, ignore_stack: list) -> None:
+        def push(fd: int, rel: str, depth: int, ignore_stack: list[Any]) -> None:
             if ignores.enabled:
                 spec = _read_gitignore(fd)
                 if spec is not None:
@@ -203,7 +203,7 @@ def rules_hide_something(
             # No rule where the search starts: the common rule-free tree costs nothing.
             # (Rules only in deeper .gitignore files are not reported.)
             return False
-        pending: list[tuple[int, str, list]] = [(fds[-1], start, [])]
+        pending: list[tuple[int, str, list[Any]]] = [(fds[-1], start, [])]
         while pending:
             if clock() > deadline:
                 return False

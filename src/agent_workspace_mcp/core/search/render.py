@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..limits import ANSWER_BYTES, GREP_LINE_CHARS
 from .results import GrepResult, ListResult
@@ -19,7 +20,7 @@ def _clip(text: str) -> str:
 RULES_HID = ".gitignore rules hid some files from this search; noIgnore=true includes them"
 
 
-def render_grep(result: GrepResult, context: int, shown, max_results: int) -> str:
+def render_grep(result: GrepResult, context: int, shown: Any, max_results: int) -> str:
     """`path:LINE: text` per match (`path-LINE- text` for context), then a count summary."""
     if not result.hits:
         return f"no matches ({RULES_HID})" if result.rules_hid else "no matches"
@@ -56,7 +57,7 @@ def render_grep(result: GrepResult, context: int, shown, max_results: int) -> st
     return "\n".join(out)
 
 
-def render_list(result: ListResult, limit: int, shown) -> str:
+def render_list(result: ListResult, limit: int, shown: Any) -> str:
     hid = RULES_HID.replace("this search", "this listing")
     if not result.entries:
         return f"no files found ({hid})" if result.rules_hid else "no files found"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,7 @@ def add_hits(result: GrepResult, rel: str, lines: list[str], kept: list[int], co
         result.hits.append(LineHit(rel, index + 1, lines[index].rstrip("\r"), wanted[index]))
 
 
-def take(result: GrepResult, query: GrepQuery, rel: str, matched: list[int], lines) -> bool:
+def take(result: GrepResult, query: GrepQuery, rel: str, matched: list[int], lines: Any) -> bool:
     """Add one file's matches under the `maxResults` cap. Returns False when the search is done.
 
     Both engines call this with the same arguments for the same file, which is what makes
@@ -98,7 +99,7 @@ def take(result: GrepResult, query: GrepQuery, rel: str, matched: list[int], lin
 
 
 def add_listed_file(
-    result: ListResult, query: ListQuery, rel: str, base: str, is_binary, budget: int
+    result: ListResult, query: ListQuery, rel: str, base: str, is_binary: Any, budget: int
 ) -> bool:
     """Add a file (and, without a pattern, its not-yet-listed directories). False: stop.
 

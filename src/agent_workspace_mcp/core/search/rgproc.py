@@ -14,6 +14,7 @@ import subprocess
 import sys
 import sysconfig
 import threading
+from typing import Any
 
 from ..containment import locate
 from ..errors import WorkspaceError
@@ -42,7 +43,7 @@ def find_rg() -> str | None:
     return shutil.which("rg")
 
 
-def spawn(args: list[str], cwd: str) -> subprocess.Popen:
+def spawn(args: list[str], cwd: str) -> subprocess.Popen[bytes]:
     # rg is run by absolute path and reads no configuration; it needs no PATH or secrets.
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
     proc = subprocess.Popen(
@@ -63,7 +64,7 @@ def spawn(args: list[str], cwd: str) -> subprocess.Popen:
     return proc
 
 
-def drain_stderr(proc: subprocess.Popen) -> None:
+def drain_stderr(proc: subprocess.Popen[bytes]) -> None:
     assert proc.stderr is not None
     kept: bytearray = proc._awm_stderr  # type: ignore[attr-defined]
     with contextlib.suppress(OSError, ValueError):
@@ -73,12 +74,12 @@ def drain_stderr(proc: subprocess.Popen) -> None:
                 kept += chunk[:room]
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         kill_group(proc)
     proc.wait()
@@ -103,9 +104,9 @@ def regex_error(stderr: bytes) -> str | None:
     return None
 
 
-def decode(field: dict) -> bytes:
+def decode(field: dict[str, Any]) -> bytes:
     if "text" in field:
-        return field["text"].encode("utf-8", "surrogatepass")
+        return str(field["text"]).encode("utf-8", "surrogatepass")
     return base64.b64decode(field.get("bytes", ""))
 
 

@@ -43,6 +43,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from ..containment import locate, root_cwd
 from ..errors import WorkspaceError
@@ -274,7 +275,9 @@ def list_files(
     return result
 
 
-def _collect_listing(proc, result, query, pattern, base, cache: _DirCache, budget: int) -> bool:
+def _collect_listing(
+    proc: Any, result: Any, query: Any, pattern: Any, base: Any, cache: _DirCache, budget: int
+) -> bool:
     """Feed rg's NUL-separated names to the shared collector; False if we stopped early."""
     assert proc.stdout is not None
     pending = b""

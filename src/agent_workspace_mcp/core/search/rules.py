@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from re import _constants as sre_constants  # type: ignore[attr-defined]  # the stdlib parser
 from re import _parser as sre_parse  # type: ignore[attr-defined]  # (Python 3.11+; no stubs)
+from typing import Any
 
 from ..echo import echo
 from ..errors import InvalidArgumentError
@@ -82,7 +83,7 @@ def rebase_gitignore_line(line: str, directory: str) -> str | None:
     return ("!" if negated else "") + rebased
 
 
-def ancestor_rules(root_fd_reader, search_parts: tuple[str, ...]) -> list[str]:
+def ancestor_rules(root_fd_reader: Any, search_parts: tuple[str, ...]) -> list[str]:
     """Rebased rules of the `.gitignore` files in the search dir's ancestors (root included).
 
     `root_fd_reader(rel_dir)` returns a `.gitignore`'s text or None; it reads through
@@ -111,7 +112,7 @@ _REFUSED = {
 }
 
 
-def _walk_regex(parsed) -> str | None:
+def _walk_regex(parsed: Any) -> str | None:
     for op, arg in parsed:
         name = str(op)
         if name in _REFUSED:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InvalidArgumentError, WorkspaceError
 from ..limits import (
@@ -48,10 +49,10 @@ from .rules import fs_sort_key
 
 # How long the last full parallel scan of a tree took: a probe projected to fill its
 # answer later than that only slows the scan it runs beside (two cores: each takes one).
-SCAN_SECONDS: dict[tuple, float] = {}
+SCAN_SECONDS: dict[tuple[Any, ...], float] = {}
 
 
-def remember_scan(tree: tuple, seconds: float) -> None:
+def remember_scan(tree: tuple[Any, ...], seconds: float) -> None:
     SCAN_SECONDS.pop(tree, None)
     SCAN_SECONDS[tree] = seconds
     while len(SCAN_SECONDS) > GREP_SCAN_TIMES_KEPT:
@@ -82,7 +83,7 @@ class Files:
     per file, with the include glob and the 1 MiB line limit; binary files are left out
     by the re-check, which reads the first 8 KiB whatever else it reads."""
 
-    def __init__(self, include) -> None:
+    def __init__(self, include: Any) -> None:
         self.include = include
         self.current = ""
         self.skip = False
@@ -127,7 +128,7 @@ class Scan:
     def __init__(
         self,
         ws: Workspace,
-        include,
+        include: Any,
         args: list[str],
         cwd: str,
         deadline: float,
@@ -241,7 +242,7 @@ class Probe:
     def __init__(
         self,
         ws: Workspace,
-        include,
+        include: Any,
         args: list[str],
         cwd: str,
         seconds: float,

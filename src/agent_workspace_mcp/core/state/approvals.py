@@ -208,9 +208,12 @@ class Approvals:
             records[record["id"]] = record
             return dict(record)
 
-        return self._change(ws, make)
+        made: dict[str, Any] = self._change(ws, make)
+        return made
 
-    def take(self, ws: Workspace, *, subject: str | None, call_digest: str) -> dict | None:
+    def take(
+        self, ws: Workspace, *, subject: str | None, call_digest: str
+    ) -> dict[str, Any] | None:
         """Use an approval of exactly this call by this subject, once; None if none."""
 
         def use(records: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
@@ -224,7 +227,8 @@ class Approvals:
                     return dict(record)
             return None
 
-        return self._change(ws, use)
+        used: dict[str, Any] | None = self._change(ws, use)
+        return used
 
     def get(
         self, ws: Workspace, approval_id: str, *, subject: str | None = None, operator: bool = False
@@ -284,7 +288,8 @@ class Approvals:
             record["decision_proof"] = seal(self.key, *(record.get(n) for n in DECISION_FIELDS))
             return dict(record)
 
-        return self._change(ws, settle)
+        settled: dict[str, Any] = self._change(ws, settle)
+        return settled
 
 
 def home(ws: Workspace) -> Workspace:

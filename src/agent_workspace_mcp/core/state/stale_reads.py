@@ -268,7 +268,7 @@ def bind(ws: Workspace, agent: Agent, *, keep: bool = False) -> Iterator[None]:
 _keep: ContextVar[bool] = ContextVar("awm_seen_keep", default=False)
 
 
-def _safely(action: str, run) -> None:
+def _safely(action: str, run: Any) -> None:
     """A record that cannot be kept never fails the call it describes."""
     try:
         run()
