@@ -77,10 +77,11 @@ def review_changes(
     others = len(diffs) - files
     also = f" and {others} other path{'s' * (others != 1)} (folders, links)" if others else ""
     rows = [f"{what.capitalize()} changed {files} file{'s' * (files != 1)}{also}:"]
+    width = max(len(d.change) for d in diffs[: limits.UNDO_LINES_SHOWN])
     for d in diffs[: limits.UNDO_LINES_SHOWN]:
         dirlike = " " in d.change  # a folder or a link: no line counts
         counts = "" if dirlike and not d.note else f"  {d.note or f'+{d.plus} -{d.minus}'}"
-        rows.append(f"  {d.change:<8}  {d.path}{counts}  (first #{first[d.path]})")
+        rows.append(f"  {d.change:<{width}}  {d.path}{counts}  (first #{first[d.path]})")
     if len(diffs) > limits.UNDO_LINES_SHOWN:
         rows.append(f"  ... and {len(diffs) - limits.UNDO_LINES_SHOWN} more")
     rows.append(
