@@ -294,3 +294,27 @@ async def test_a_jobs_new_git_is_removed_when_it_ends(ws: Path) -> None:
             await asyncio.sleep(0.05)
     assert "created .git, which the server removed" in status, status
     assert not (ws / ".git").exists()
+
+
+@needs_bwrap
+async def test_a_running_jobs_new_git_is_removed_before_it_ends(ws: Path) -> None:
+    """The user may commit while a long job runs: a .git with hooks it creates is found
+    by the watcher's look every JOB_GUARD_SECONDS, not only at its end."""
+    import asyncio
+
+    settings = Settings(root=str(ws), shell_mode="any", sandbox="bwrap")
+    async with open_client(settings) as client:
+        started = await ok(
+            client, "bash", command=HOOK.format(d=".") + "; sleep 60", background=True
+        )
+        job = started.split("Started job ", 1)[1].split()[0]
+        status = ""
+        for _ in range(400):  # at most 20 s: the look comes every 5 s
+            if not (ws / ".git").exists() and (ws / ".git").parent.exists():
+                status = await ok(client, "job_status", jobId=job)
+                if "which the server removed" in status:
+                    break
+            await asyncio.sleep(0.05)
+        assert "running" in status and "which the server removed" in status, status
+        await ok(client, "job_kill", jobId=job)
+    assert not (ws / ".git").exists()

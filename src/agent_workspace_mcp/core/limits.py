@@ -420,6 +420,9 @@ CLIENT_NAME_CHARS = 80
 # a command (Django 5.2's tree has ~7,600; a monorepo with node_modules can have 10^6):
 # past it the answer says what was not checked.
 REPO_GUARD_ENTRIES_MAX = 500_000
+# ours (issue 43): how often a running job's tree is looked at for a `.git` or
+# `.workspace-mcp` it created (one bounded walk each time).
+JOB_GUARD_SECONDS = 5.0
 
 # --- many agents (issue 34) ----------------------------------------------------------------
 ACTIVE_SESSION_SECONDS = (

@@ -32,6 +32,7 @@ from typing import Any
 from ..echo import echo
 from ..errors import NotFoundError, WorkspaceError
 from ..limits import (
+    JOB_GUARD_SECONDS,
     JOB_LIST_RECENT,
     JOB_LOG_CAP_BYTES,
     JOBS_REMEMBERED,
@@ -353,10 +354,17 @@ class JobRegistry:
         job.child.hand_off(start_pump)
 
     def _watch(self, job: Job) -> None:
-        remaining = job.max_runtime_ms / 1000 - (time.monotonic() - job.child.started)
-        if not job.child.wait(max(remaining, 0)):
-            job.child.timed_out = True  # before the kill, so no reader sees "killed"
-            job.child.kill()
+        deadline = job.child.started + job.max_runtime_ms / 1000
+        # A long job is looked at while it runs too: a `.git` with hooks it creates must
+        # not wait for its end, when the user may have committed meanwhile (issue 43).
+        while not job.child.wait(max(0.0, min(JOB_GUARD_SECONDS, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                job.child.timed_out = True  # before the kill, so no reader sees "killed"
+                job.child.kill()
+                break
+            for note in job.child.look():
+                with contextlib.suppress(OSError):
+                    job.log.write(f"\n[agent-workspace-mcp: the job {note}]\n".encode())
         job.settle()
         job.refresh()
         with contextlib.suppress(OSError, WorkspaceError):

@@ -332,6 +332,17 @@ class Child:
                         self._settled = [f"what it did to .git could not be checked ({exc})"]
             return self._settled
 
+    def look(self) -> list[str]:
+        """While it runs: the same look as `settle` (a `.git` it created so far is removed
+        now, not when it ends), without ending it; its notes."""
+        with self._settle_lock:
+            if self._settled is not None or self.after is None:
+                return []
+            try:
+                return self.after()
+            except Exception as exc:
+                return [f"what it did to .git could not be checked ({exc})"]
+
     def wait(self, timeout: float | None) -> bool:
         """Wait for completion; True if finished within `timeout`."""
         return self.finished.wait(timeout)
