@@ -226,3 +226,17 @@ async def _pending(state: ConsoleState, tool: str) -> dict:
             return found[0]
         await asyncio.sleep(0.02)
     raise AssertionError(f"no pending approval for {tool}")
+
+
+async def test_an_unanswered_client_prompt_is_said_so(root: Path) -> None:
+    """Issue 43, item 24: after a client's elicitation went unanswered under
+    `--confirm-via client`, the refusal said "this client declares no elicitation"."""
+    seen: list[str] = []
+    settings = {"confirm_via": ("client",)}
+    async with Client(
+        server(root, **settings), mode="legacy", elicitation_handler=answering(None, seen)
+    ) as client:
+        answer = await call(client, "delete_path", path="a.txt")
+    assert answer.is_error and "got no answer within" in answer.text, answer.text
+    assert "declares no elicitation" not in answer.text and len(seen) == 1
+    assert (root / "a.txt").exists()
