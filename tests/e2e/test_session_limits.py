@@ -11,20 +11,11 @@ import httpx2
 import pytest
 
 from tests.e2e.http_server import RunningServer, start
+from tests.helpers import INIT
 
 FIRST = "tok-first-0123456789"
 SECOND = "tok-second-012345678"
 ACCEPT = "application/json, text/event-stream"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
 LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
 CAP = 8  # --sessions-per-credential (issue 44: a setting, not only a constant)
 
