@@ -23,8 +23,8 @@ from .core.exec.commands import resolve_sandbox, safe_path_dirs
 from .core.exec.jobs import JobRegistry, default_job_dir
 from .core.search.engine import SearchEngine
 from .core.skills import SkillStore
+from .core.state.journal.entries import Memory
 from .core.state.locks import PathLocks
-from .core.state.memory import Memory
 from .core.sweep import start_sweep
 from .instructions import instructions
 from .middleware.arguments import ArgumentRepairMiddleware

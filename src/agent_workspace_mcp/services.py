@@ -22,8 +22,8 @@ from .core.shutdown import Shutdown
 from .core.skills import SkillStore
 from .core.state.approvals import Approvals
 from .core.state.changes import Changes
+from .core.state.journal.entries import Memory
 from .core.state.locks import PathLocks
-from .core.state.memory import Memory
 from .core.workspaces import SESSION_SUBPATH, Subpath, Workspace, WorkspaceRegistry, WorkspaceView
 from .settings import Settings
 from .surface import Surface

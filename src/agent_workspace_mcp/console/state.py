@@ -25,13 +25,13 @@ from ..core.errors import UnknownWorkspaceError, WorkspaceError
 from ..core.exec import repoguard
 from ..core.exec.jobrecords import JobRecords
 from ..core.exec.jobs import default_job_dir, log_tail
-from ..core.state import activity
 from ..core.state.approvals import Approvals
 from ..core.state.changes import Changes
 from ..core.state.files import has_state_dir
-from ..core.state.journaling import journaled
+from ..core.state.journal import activity
+from ..core.state.journal.calls import journaled
+from ..core.state.journal.entries import Memory
 from ..core.state.locks import PathLocks
-from ..core.state.memory import Memory
 from ..core.workspaces import Workspace, WorkspaceRegistry
 
 OPERATOR = "operator"  # the subject the console's actions are journaled as

@@ -42,8 +42,8 @@ from ..core.containment import Located, ProtectedPathError, checking_writes, loc
 from ..core.echo import echo, listing
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.nearmiss import closest
-from ..core.state import activity
 from ..core.state.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
+from ..core.state.journal import activity
 from ..core.textio import read_bytes
 from ..requestctx import current_subject, history_subject, session_and_client
 from ..services import Services

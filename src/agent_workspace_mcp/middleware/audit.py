@@ -8,7 +8,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core.audit import AuditLog
 from ..core.callscope import named_paths
-from ..core.state import activity
+from ..core.state.journal import activity
 from ..requestctx import current_subject
 from ..services import Services
 from .outcome import Outcome, observed

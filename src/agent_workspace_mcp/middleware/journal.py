@@ -1,6 +1,6 @@
 """The journal, wired once: every journaled tool call appends one entry, success or not.
 
-Tools say what they touched with `core.state.activity.record(paths, detail, result)`; this
+Tools say what they touched with `core.state.journal.activity.record(paths, detail, result)`; this
 middleware opens the capture around the call, then writes `{ts, id, tool, paths?,
 detail?, result?, change?}` to the selected workspace's journal: `result` is the tool's own
 (e.g. `exit 0 (12ms)`) or `ok`, or `error: <sentence>`. Read-only tools, `job_status`
@@ -19,7 +19,7 @@ from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core.errors import WorkspaceError
-from ..core.state import journaling
+from ..core.state.journal import calls as journaling
 from ..core.state.locks import state_lock, try_state_lock
 from ..requestctx import JOURNAL_TAG, client_version, current_subject, session_and_client
 from ..services import Services

@@ -7,9 +7,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core import limits
 from ..core.errors import WorkspaceError
-from ..core.state import activity
 from ..core.state.changes import STAGES, suggestion
-from ..core.state.memory import render_entry
+from ..core.state.journal import activity
+from ..core.state.journal.entries import render_entry
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind, numbers_from_limits
 from .memory import STATE_WRITE

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core import limits, patches
 from ..core.editing import Edit, EditError, apply_edit, unified_diff
 from ..core.errors import InvalidArgumentError, WorkspaceError
-from ..core.state import activity
+from ..core.state.journal import activity
 from ..core.transaction import commit
 from ..core.workset import FileState, LoadError, Workset
 from ..services import Services

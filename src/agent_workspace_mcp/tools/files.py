@@ -20,7 +20,8 @@ from ..core import fileops, limits
 from ..core.containment import Located, locate
 from ..core.editing import unified_diff
 from ..core.errors import InvalidArgumentError, TooLargeError, WorkspaceError
-from ..core.state import activity, stale_reads
+from ..core.state import stale_reads
+from ..core.state.journal import activity
 from ..core.textio import TextDoc, atomic_write, decode_text, format_size, read_bytes, read_range
 from ..core.workset import check_sha, short_sha
 from ..services import Services

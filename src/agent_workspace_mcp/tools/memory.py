@@ -7,7 +7,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from ..core import limits
-from ..core.state.memory import render_entry, render_note
+from ..core.state.journal.entries import render_entry, render_note
 from ..requestctx import history_subject
 from ..services import Services
 from .base import READ_ONLY, WorkspaceArg, add_tool, bind

@@ -28,7 +28,7 @@ from ..core.exec.commands import (
 )
 from ..core.exec.jobs import Job, JobView
 from ..core.exec.runner import Confinement, Runner
-from ..core.state import activity
+from ..core.state.journal import activity
 from ..core.workspaces import Workspace
 from ..requestctx import TASK_CALL, current_subject
 from ..services import Services

@@ -1,7 +1,7 @@
 """One call's checkpoint: what it is about to replace, then what it left.
 
 The journal middleware opens a Recorder around every journaled call; tool bodies
-report each path before they change it (through `core.state.activity`): a located path, a
+report each path before they change it (through `core.state.journal.activity`): a located path, a
 file whose bytes they already hold (the edit tools), or states an undo captured. After
 the call, `finish()` records each path's state again and appends the call's index line.
 

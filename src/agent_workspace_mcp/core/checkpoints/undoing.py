@@ -1,7 +1,7 @@
 """Undo and restore as operations on a workspace (issue 17), shared by the `undo` and
 `restore_file` tools and the operator console: choose the recorded calls, plan, put the
 files back through the containment walk all or nothing, and say what was done. The
-caller journals the call (core.state.journaling), so an undo can itself be undone.
+caller journals the call (core.state.journal.calls), so an undo can itself be undone.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from .. import limits
 from ..containment import locate
 from ..echo import listing
 from ..errors import InvalidArgumentError, WorkspaceError
-from ..state import activity
+from ..state.journal import activity
 from ..state.locks import PathLocks, state_lock
 from ..workspaces import Workspace
 from .history import History

@@ -22,8 +22,8 @@ from .. import features, limits
 from ..containment import locate, open_dir, parts_below
 from ..errors import WorkspaceError, WrongTypeError
 from ..limits import STATE_DIR_NAME
-from ..state import activity
 from ..state.files import ensure_state_dir
+from ..state.journal import activity
 from ..workspaces import Workspace
 from . import repoguard
 from .commands import bwrap_prefix, hidden_homes, toolchains_in

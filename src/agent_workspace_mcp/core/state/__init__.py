@@ -13,13 +13,14 @@ How the pieces relate, from the bottom up:
 - `locks` holds every lock: `state_lock` (threads and processes, bounded wait, naming the
   holder) around each read-modify-write of the files above, and `PathLocks` (per
   resolved path, striped flocks) around each tool's check-and-change of a workspace file.
-- The nouns built on them: `memory` (journal entries and notes, work_log, remember,
-  recall) with `activity` (the hook tools report what they changed into) and
-  `journaling` (one entry per call, with its checkpoint line, under one state lock);
-  `approvals` (requests and decisions, sealed by core.proofkey); `stale_reads` (the
-  guard: what each session last read or wrote of each file); `changes` (change records,
-  stage docs, tasks). The checkpoint store (core.checkpoints) keeps its objects and
-  index here too, through `files`, `records`, `streams` and `locks`.
+- The nouns built on them: `journal` (a package: the `activity` hook tools report what
+  they changed into, `calls` writing one entry per call with its checkpoint line under one
+  state lock, `entries` the store of journal entries and notes, with work_log, remember
+  and recall on top); `approvals` (requests and decisions, sealed by core.proofkey);
+  `stale_reads` (the guard: what each session last read or wrote of each file);
+  `changes` (change records, stage docs, tasks). The checkpoint store (core.checkpoints)
+  keeps its objects and index here too, through `files`, `records`, `streams` and
+  `locks`.
 
 Nothing here trusts what it reads: the directory is inside the workspace, so anything
 in it may have been planted or damaged; a damaged record costs the memory, never a

@@ -23,8 +23,8 @@ from ..limits import CHANGE_DOC_MAX_BYTES, SLUG_MAX_CHARS, STATE_DIR_NAME
 from ..osflags import DIR_FLAGS
 from ..workspaces import Workspace
 from .files import locate_state
+from .journal.entries import now_iso
 from .locks import state_lock
-from .memory import now_iso
 from .records import file_size, read_json, read_text, write_json, write_text
 
 STAGES = ("proposal", "spec", "design", "notes")

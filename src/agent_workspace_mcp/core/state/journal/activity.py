@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..checkpoints.recorder import Recorder
-    from ..containment import Located
+    from ...checkpoints.recorder import Recorder
+    from ...containment import Located
 
 
 @dataclass

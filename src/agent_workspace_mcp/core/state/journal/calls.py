@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..checkpoints.recorder import Recorder, new_entry_id
-from ..checkpoints.store import Store
-from ..workspaces import Workspace
-from . import activity, stale_reads
-from .locks import state_lock
-from .memory import Memory, now_iso
+from ...checkpoints.recorder import Recorder, new_entry_id
+from ...checkpoints.store import Store
+from ...workspaces import Workspace
+from .. import stale_reads
+from ..locks import state_lock
+from . import activity
+from .entries import Memory, now_iso
 
 log = logging.getLogger("agent_workspace_mcp")
 

@@ -15,9 +15,9 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from ..echo import echo
-from ..errors import InvalidArgumentError, WorkspaceError
-from ..limits import (
+from ...echo import echo
+from ...errors import InvalidArgumentError, WorkspaceError
+from ...limits import (
     JOURNAL_FIELD_CHARS,
     RECALL_MAX,
     REMEMBER_MAX_TAGS,
@@ -25,9 +25,9 @@ from ..limits import (
     REMEMBER_TEXT_CHARS,
     WORK_LOG_MAX,
 )
-from ..workspaces import Workspace
-from .records import read_json
-from .streams import JsonlStream
+from ...workspaces import Workspace
+from ..records import read_json
+from ..streams import JsonlStream
 
 log = logging.getLogger("agent_workspace_mcp")
 
@@ -194,7 +194,7 @@ class Memory:
             raise InvalidArgumentError(
                 f"tags are at most {REMEMBER_TAG_CHARS} characters: {long[0][:60]}"
             )
-        from .locks import state_lock
+        from ..locks import state_lock
 
         stream = self.notes(ws)
         with state_lock(ws):
