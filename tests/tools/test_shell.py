@@ -202,7 +202,8 @@ async def test_timeout_kills_the_whole_group_including_grandchildren(ws: Path, s
     started = time.monotonic()
     text = await ok(sh, "run_command", command=["sh", "-c", script], timeoutMs=1000)
     assert time.monotonic() - started < 8
-    assert text.splitlines()[-1].startswith("[timed out after 1000 ms; process group killed")
+    assert text.splitlines()[-2].startswith("[timed out after 1000 ms; process group killed")
+    assert text.splitlines()[-1] == "changed 1 file: grandchild.pid (new)"
     pid = int((ws / "grandchild.pid").read_text())
     assert not pid_alive(pid)
 
@@ -369,9 +370,11 @@ async def test_run_task(ws: Path, monkeypatch) -> None:
             "1 passed" in text
             and text.splitlines()[0] == "$ python3 -m pytest -q ./tests/test_ok.py"
         )
-        assert text.splitlines()[-1].startswith("[exit code 0")
+        # pytest's cache is a change like any other: recorded, and said so
+        assert text.splitlines()[-2].startswith("[exit code 0")
+        assert text.splitlines()[-1] == "changed 4 files: .pytest_cache/ (new, 4 files)"
         text = await ok(client, "run_task", runner="pytest", task="test", paths=["tests"])
-        assert "1 failed, 1 passed" in text and text.splitlines()[-1].startswith("[exit code 1")
+        assert "1 failed, 1 passed" in text and text.splitlines()[-2].startswith("[exit code 1")
         assert await fails(client, "run_task", runner="pytest", task="lint") == (
             "runner 'pytest' has no task 'lint'; valid tasks: test"
         )

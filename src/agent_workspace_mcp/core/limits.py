@@ -346,6 +346,14 @@ CHECKPOINT_INLINE_MANIFEST_BYTES = 2 * KIB
 # ours: a stored object younger than this is never collected, so a call that stored it
 # and has not yet written its index line (another process, mid-call) keeps it.
 CHECKPOINT_GC_GRACE_SECONDS = 3600
+# --- a command's changes (issue 46: recorded like an edit) --------------------------
+# ours: the before/after scan of a command stops past this many entries (ten Django
+# trees); a larger tree is recorded as far as the scan went and the answer says so.
+TREE_SCAN_MAX_ENTRIES = 250_000
+# ours: content the first scan of a never-seen tree stores (later scans store only what
+# changed); a file past it is recorded by its digest only, so not restorable.
+TREE_BASELINE_MAX_BYTES = 128 * MIB
+COMMAND_CHANGES_SHOWN = 8  # ours: the answer's "changed N files:" line names this many
 UNDO_DIFF_MAX_BYTES = 1 * MIB  # ours: undo shows line counts for text files up to this
 UNDO_MAX_STEPS = 100  # ours: undo(steps) at most; a larger range is `to` or `change`
 UNDO_LINES_SHOWN = 30  # ours: per-path lines in an undo answer; the rest are counted

@@ -76,6 +76,9 @@ class JournalMiddleware(Middleware):
         version = client_version(context.fastmcp_context)
         started = time.perf_counter()
         with journaling.capturing(ws, tool, store, checkpoints=settings.checkpoints) as call:
+            # Known before the call: a job it starts records its changes after it.
+            call.recorder.by = subject
+            call.recorder.who = journaling.who_of(session, client)
             try:
                 return await observed(context, call_next, outcome)
             finally:

@@ -26,6 +26,7 @@ from ..core.exec.commands import (
     task_argv,
     which,
 )
+from ..core.exec.effects import Recording
 from ..core.exec.jobs import Job, JobView
 from ..core.exec.runner import Confinement, Runner
 from ..core.state.journal import activity
@@ -88,6 +89,9 @@ class Commands:
             path_dirs=services.child_path_dirs,
             promote_after_ms=settings.promote_after_ms,
             remote=bool(settings.http),
+            recording=(
+                Recording(services.checkpoints, services.memory) if settings.checkpoints else None
+            ),
         )
 
     def cwd(self, ws: Workspace, cwd: str | None) -> str:

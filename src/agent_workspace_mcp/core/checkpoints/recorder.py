@@ -20,6 +20,7 @@ from ..containment import Located
 from ..limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_INLINE_MANIFEST_BYTES
 from ..state.records import dumps
 from ..workspaces import Workspace
+from . import treescan
 from .states import NONE, Budget, State, capture, capture_located
 from .store import Store
 
@@ -46,9 +47,14 @@ class Recorder:
         self.budget = Budget()
         self.before: dict[str, State] = {}
         self.roots: list[tuple[str, bool]] = []
-        self.cmd = False
+        self.tool = ""  # the tool being recorded, for what a command's changes are named by
+        self.cmd = False  # it ran a command whose changes are not (fully) recorded
+        self.ran: str | None = None  # the command it ran, shown
+        self.left: dict[str, State] = {}  # what a command left, from its scan
         self.reverts: list[str] | None = None
         self.failed = False
+        self.by: str | None = None  # the subject and session that made the call, known
+        self.who: str | None = None  # before it runs (a job records after the call)
 
     def _root(self, rel: str, recursive: bool) -> None:
         if (rel, recursive) not in self.roots:
@@ -104,6 +110,13 @@ class Recorder:
             self.before.setdefault(rel, state)
             self._root(rel, False)
 
+    def effect(self, changes: dict[str, tuple[State, State]]) -> None:
+        """What a command changed (core.checkpoints.treescan): each path's states."""
+        for rel, (before, after) in changes.items():
+            self.before.setdefault(rel, before)
+            self.left[rel] = after
+            self._root(rel, False)
+
     def _failed(self, exc: Exception) -> None:
         self.failed = True
         log.warning("checkpoint for %s failed in %s: %s", self.id, self.ws.name, exc)
@@ -123,9 +136,13 @@ class Recorder:
         try:
             after: dict[str, State] = {}
             for rel, recursive in self.roots:
+                if rel in self.left and not recursive:
+                    continue
                 after.update(
                     capture(self.ws, rel, recursive=recursive, store=None, budget=Budget())
                 )
+            treescan.noted(self.ws, after)  # a command running meanwhile did not make these
+            after.update(self.left)
             manifest = {
                 rel: [self.before.get(rel, dict(NONE)), after.get(rel, dict(NONE))]
                 for rel in {**self.before, **after}
@@ -139,6 +156,8 @@ class Recorder:
                 line["who"] = who
             if self.cmd:
                 line["cmd"] = True
+            if self.ran:
+                line["ran"] = self.ran
             if self.reverts is not None:
                 line["reverts"] = self.reverts
             if self.budget.truncated or self.failed:

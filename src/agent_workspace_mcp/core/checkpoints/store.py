@@ -88,6 +88,15 @@ class Store:
             atomic_write(loc, blob, mode=0o600, durable=False)
         return digest, len(blob)
 
+    def has(self, digest: str) -> bool:
+        """Whether the content named `digest` is still stored (not collected)."""
+        try:
+            with locate_state(self.ws, *self._object_parts(digest)) as loc:
+                st = loc.lstat()
+        except (NotFoundError, WorkspaceError):
+            return False
+        return st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
     def get(self, digest: str, size: int | None = None) -> bytes:
         """The content named `digest`; LostObjectError if it is missing or damaged.
 

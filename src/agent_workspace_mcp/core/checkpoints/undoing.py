@@ -150,7 +150,10 @@ def render(result: Result, *, dry_run: bool, head: str) -> str:
         rows.append(f"... and {len(result.lines) - limits.UNDO_LINES_SHOWN} more paths")
     if result.commands:
         names = listing(f"#{e.id} {e.tool}" for e in result.commands)
-        rows.append(f"Not reverted: what {names} did (commands are not recorded).")
+        rows.append(
+            f"Not reverted: what {names} did that was not recorded (past the scan's bounds, an "
+            "unconfined workspace, or a background job: its changes are its job_end entry)."
+        )
     if result.left:
         rows.append(f"Left as they are (not restorable): {listing(result.left)}.")
     return "\n".join(rows)

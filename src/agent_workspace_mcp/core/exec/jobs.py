@@ -176,7 +176,24 @@ class Job:
             if self._settled:
                 return
             self._settled = True
-            for note in self.child.settle():
+            notes = self.child.settle()
+            record = self.child.on_job_end
+            if record is not None:
+                child = self.child
+                how = (
+                    "timed out"
+                    if child.timed_out
+                    else "killed"
+                    if child.killed
+                    else f"exit {child.proc.returncode}"
+                )
+                try:
+                    line = record(self.id, how)
+                except Exception as exc:  # never the watcher's end: the log says so
+                    line = f"changes could not be recorded ({exc})"
+                if line:
+                    notes = [*notes, line]
+            for note in notes:
                 with contextlib.suppress(OSError):
                     self.log.write(f"\n[agent-workspace-mcp: the job {note}]\n".encode())
 

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..limits import (
     KILL_GRACE_SECONDS,
@@ -111,6 +111,10 @@ def scrubbed_env(
     env["NO_COLOR"] = "1"
     env["FORCE_COLOR"] = "0"
     return env
+
+
+if TYPE_CHECKING:
+    from .effects import Watch
 
 
 class OutputBuffer:
@@ -233,6 +237,10 @@ class Child:
         # What to look at once the command ended (core.exec.repoguard), run once by
         # whoever sees the end first (the run loop, or a job's watcher): notes for people.
         self.after: Callable[[], list[str]] | None = None
+        # Its changes to the workspace, recorded (core.exec.effects): read by the run
+        # loop when it ends in the call; as a job, `on_job_end(job_id, how)` records them.
+        self.watch: Watch | None = None
+        self.on_job_end: Callable[[str, str], str] | None = None
         self._settled: list[str] | None = None
         self._settle_lock = threading.Lock()
         self._pump = threading.Thread(target=self._run_pump, name=f"pump-{self.pid}", daemon=True)

@@ -25,7 +25,7 @@ from ..limits import STATE_DIR_NAME
 from ..state.files import ensure_state_dir
 from ..state.journal import activity
 from ..workspaces import Workspace
-from . import repoguard
+from . import effects, repoguard
 from .commands import bwrap_prefix, hidden_homes, toolchains_in
 from .jobs import Job, JobRegistry, command_answer
 from .process import Child, describe_exit
@@ -81,8 +81,10 @@ class Runner:
         path_dirs: Callable[[], list[str]],
         promote_after_ms: int,
         remote: bool,
+        recording: effects.Recording | None = None,
     ) -> None:
         self.jobs, self.confinement = jobs, confinement
+        self.recording = recording  # None: commands' changes are not recorded
         self.env, self.path_dirs = env, path_dirs  # per call: a session sees its own roots
         self.promote_after_ms, self.remote = promote_after_ms, remote
 
@@ -103,6 +105,22 @@ class Runner:
                 "was not approved (it reached the runner around the approval gate)"
             )
         env = self.env()
+        watch = (
+            None
+            if self.recording is None
+            else effects.begin(self.recording, ws, shown_command(argv))
+        )
+        child = self._spawn(ws, argv, executable, cwd, env)
+        if watch is not None and self.recording is not None:
+            memory = self.recording.memory
+            child.watch = watch
+            child.on_job_end = lambda job_id, how: effects.as_job_end(watch, job_id, memory, how)
+        return child
+
+    def _spawn(
+        self, ws: Workspace, argv: list[str], executable: str, cwd: str, env: dict[str, str]
+    ) -> Child:
+        confinement = self.confinement
         with contextlib.ExitStack() as fds:
             cwd_fd = open_dir(ws, parts_below(ws, cwd))
             fds.callback(os.close, cwd_fd)
@@ -240,11 +258,16 @@ class Runner:
             # Cancelled (or the server is going down): the command must not outlive us.
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(child.kill)
+                if child.watch is not None:
+                    await anyio.to_thread.run_sync(effects.into_call, child.watch)
             raise
         outcome = child.outcome()
         status = describe_exit(outcome, timeout_ms)
         code = outcome.exit_code
         notes = await anyio.to_thread.run_sync(child.settle)
+        changed = ""
+        if child.watch is not None:
+            changed = await anyio.to_thread.run_sync(effects.into_call, child.watch)
         activity.record(
             result=(
                 f"timed out ({outcome.duration_ms}ms)"
@@ -254,7 +277,8 @@ class Runner:
             + "".join(f"; {note}" for note in notes)
         )
         answer = command_answer(command, child.buffer.text(), status)
-        return answer + "".join(f"\n[the command {note}]" for note in notes)
+        answer += "".join(f"\n[the command {note}]" for note in notes)
+        return answer + (f"\n{changed}" if changed else "")
 
     async def start(
         self,

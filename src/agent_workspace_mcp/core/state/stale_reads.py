@@ -175,9 +175,11 @@ class Records:
         agent: Agent,
         seen: dict[str, str | None],
         written: dict[str, str | None] | None = None,
+        *,
+        by: str | None = None,
     ) -> None:
         """Set (or, with None, forget) what `agent` has seen; record it as the last writer
-        of `written` (None: it removed the file)."""
+        of `written` (None: it removed the file), through `by` (a command) if given."""
         name = _record_name(agent.session)
         with (
             state_lock(self.ws, LOCK),
@@ -194,17 +196,21 @@ class Records:
                 paths.pop(next(iter(paths)))
             self._write(at, {"session": agent.session, "paths": paths})
             if written:
-                self._record_writers(agent, written, sibling(at, WRITERS))
+                self._record_writers(agent, written, sibling(at, WRITERS), by)
         if new:
             self._evict_sessions()
 
-    def _record_writers(self, agent: Agent, written: dict[str, str | None], at: Located) -> None:
+    def _record_writers(
+        self, agent: Agent, written: dict[str, str | None], at: Located, by: str | None
+    ) -> None:
         record = self._read(WRITERS, at=at)
         paths = dict(record.get("paths") or {})
         now = time.time()
         for key, value in written.items():
             paths.pop(key, None)
             paths[key] = {"s": agent.session, "c": agent.client, "t": now, "h": value}
+            if by:
+                paths[key]["x"] = by
         while len(paths) > limits.SEEN_WRITERS:
             paths.pop(next(iter(paths)))
         self._write(at, {"paths": paths})
@@ -308,6 +314,27 @@ def wrote(loc: Located, data: bytes | None, *, tree: bool = False) -> None:
     _safely("write", lambda: records.update(agent, seen, {key: value}))
 
 
+def current_agent() -> Agent | None:
+    """Whose calls these are (a job's end is recorded as the session that started it)."""
+    bound = _bound.get()
+    return None if bound is None else bound[1]
+
+
+def command_wrote(ws: Workspace, written: dict[str, str | None], by: str) -> None:
+    """A command the session ran left these files (index paths of `ws`: their sha256, or
+    None when gone): they are the session's own writes, and `by` names the command to
+    another session whose read they made stale."""
+    bound = _bound.get()
+    if bound is None:
+        return
+    records, agent = bound
+    keys = {
+        posixpath.relpath(posixpath.join(ws.root, rel), records.ws.root): value
+        for rel, value in written.items()
+    }
+    _safely("command's writes", lambda: records.update(agent, keys, keys, by=by))
+
+
 def forget(loc: Located) -> None:
     """The session's view of `loc` and everything under it is gone (a directory moved
     over it), without naming it the writer of anything."""
@@ -397,6 +424,8 @@ def _refusal(
             who = f"session {echo(str(last.get('s')))}" + (
                 f" ({echo(str(last['c']))})" if last.get("c") else ""
             )
+            if last.get("x"):
+                who += f"'s {echo(str(last['x']))}"
         by = f"by {who}, {_ago(_when(last))}"
     else:
         by = "outside the server (an editor, a command or another program)"

@@ -42,7 +42,9 @@ class Call:
 
 
 def begin(ws: Workspace, tool: str, store: Store) -> Recorder:
-    return Recorder(ws, new_entry_id(), store)
+    recorder = Recorder(ws, new_entry_id(), store)
+    recorder.tool = tool
+    return recorder
 
 
 def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool) -> None:
@@ -60,7 +62,12 @@ def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool)
         with state_lock(ws):
             if checkpoints:
                 call.recorder.finish(
-                    call.tool, ts, change, locked=True, by=subject, who=_who(call.extra)
+                    call.tool,
+                    ts,
+                    change,
+                    locked=True,
+                    by=subject,
+                    who=who_of(call.extra.get("session"), call.extra.get("client")),
                 )
             memory.record(
                 ws,
@@ -79,8 +86,8 @@ def write(call: Call, memory: Memory, *, subject: str | None, checkpoints: bool)
         log.warning("journal write failed in %s: %s", ws.name, exc)
 
 
-def _who(extra: dict[str, Any]) -> str | None:
-    session, client = extra.get("session"), extra.get("client")
+def who_of(session: str | None, client: str | None) -> str | None:
+    """The session and client, as refusals and undo name the call's maker."""
     if not session:
         return None
     return f"session {session}" + (f", {client}" if client else "")
