@@ -34,7 +34,11 @@ BOB = "tok-bob-0123456789ab"
 @pytest.fixture(scope="module")
 def served(tmp_path_factory) -> RunningServer:
     root = tmp_path_factory.mktemp("stale-reads")
-    server = start(root, "--api-key", f"alice={ALICE}", "--api-key", f"bob={BOB}")
+    server = start(
+        root,
+        *("--api-key", f"alice={ALICE}", "--api-key", f"bob={BOB}"),
+        *("--shell-any", "--sandbox", "none", "--allow-remote-exec"),
+    )
     server.root = root  # type: ignore[attr-defined]
     yield server
     assert server.stop() == 0
@@ -196,6 +200,33 @@ async def test_a_sessions_own_changes_never_trip_it(served: RunningServer, root:
         assert (await text(alice, "undo")).startswith("Undid 1 call")
         assert (await text(alice, "write_file", path=path, content="6\n")).startswith("Updated")
         assert (root / "own.txt").read_text() == "6\n"
+
+
+async def test_a_command_is_named_and_its_own_session_may_write(
+    served: RunningServer, root: Path, pair: tuple[Client, Client]
+) -> None:
+    """Issue 46: a command's changes are its session's writes, named as that command."""
+    (root / "c.txt").write_text("one\ntwo\n")
+    path = rel(root, "c.txt")
+    alice, bob = pair
+    await text(alice, "read_file", path=path)
+    await text(bob, "read_file", path=path)
+    ran = await text(bob, "run_command", command=["sed", "-i", "s/two/SED/", path])
+    assert ran.splitlines()[-1] == f"changed 1 file: {path} (+1 -1)", ran
+    # bob ran it: bob may write the file without reading it again
+    assert (await text(bob, "write_file", path=path, content="one\nSED\nbob\n")).startswith(
+        "Updated"
+    )
+    await text(bob, "run_command", command=["sed", "-i", "s/bob/BOB/", path])
+    refused = await text(alice, "write_file", path=path, content="alice\n")
+    log = [json.loads(x) for x in (served.root / ".workspace-mcp/journal.jsonl").open()]  # type: ignore[attr-defined]
+    bob_session = next(e["session"] for e in log if e.get("client") == "bob-agent")
+    assert refused.startswith(
+        f"{path} changed since this session last read or wrote it, by session "
+        f"{bob_session} (bob-agent)'s run_command (`sed -i s/bob/BOB/ {path}`), "
+    ), refused
+    assert "-two\n+SED" in refused, refused  # the diff from what alice read
+    assert (root / "c.txt").read_text() == "one\nSED\nBOB\n"
 
 
 async def test_another_agents_undo_is_named(root: Path, pair: tuple[Client, Client]) -> None:

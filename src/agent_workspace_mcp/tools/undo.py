@@ -13,6 +13,8 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from ..core.checkpoints import undoing
+from ..core.echo import listing
+from ..core.workspaces import Workspace
 from ..requestctx import history_subject
 from ..services import Services
 from .base import DESTRUCTIVE, WorkspaceArg, add_tool, bind
@@ -51,7 +53,19 @@ def undo(
         dry_run=dryRun,
         force=force,
     )
-    return undoing.render(result, dry_run=dryRun, head="undo")
+    answer = undoing.render(result, dry_run=dryRun, head="undo")
+    return answer + still_changing(services, ws)
+
+
+def still_changing(services: Services, ws: Workspace) -> str:
+    """A job running in the workspace has changes no undo sees yet: said, not hidden."""
+    jobs = services.jobs.still_changing(ws.root)
+    if not jobs:
+        return ""
+    return (
+        f"\nStill changing files: {listing(jobs)}; a job's changes are recorded when it ends "
+        "(job_kill to stop it), then undo can revert them."
+    )
 
 
 def restore_file(
@@ -71,7 +85,7 @@ def restore_file(
         before,
         subject=history_subject(services.settings.share_history),
     )
-    return undoing.render(result, dry_run=False, head="restore")
+    return undoing.render(result, dry_run=False, head="restore") + still_changing(services, ws)
 
 
 def register(app: FastMCP, services: Services) -> None:

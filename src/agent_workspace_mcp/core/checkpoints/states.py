@@ -269,6 +269,13 @@ def apply(
     directory modes deepest first (a read-only directory is made so after its contents).
     The first failure raises; the caller rolls back (see `undo.revert`).
     """
+    with stale_reads.batched():  # one record update for the whole undo, not one per path
+        return _apply(ws, targets, current, store)
+
+
+def _apply(
+    ws: Workspace, targets: dict[str, State], current: dict[str, State], store: Store
+) -> list[str]:
     changed: list[str] = []
     todo = {rel: t for rel, t in targets.items() if not _done(current.get(rel, NONE), t)}
     for rel in sorted(todo, key=_depth, reverse=True):

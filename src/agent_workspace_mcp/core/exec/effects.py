@@ -212,7 +212,7 @@ def _how(before: State, after: State, store: Store) -> str:
         return f"now a {_KIND.get(str(kind_a), 'file')}"
     if kind_a == "l":
         return f"link -> {echo(str(after.get('k')))}"
-    if kind_a == "d" or before.get("h") == after.get("h"):
+    if kind_a == "d" or (before.get("h") or before.get("q")) == (after.get("h") or after.get("q")):
         return f"mode {int(before.get('m', 0)):o} -> {int(after.get('m', 0)):o}"
     counts = _line_counts(before, after, store)
     if before.get("m") != after.get("m"):

@@ -474,6 +474,17 @@ class JobRegistry:
     def tail(self, job: JobView, size: int) -> str:
         return log_tail(job.log_path, job.id, size)
 
+    def still_changing(self, root: str) -> list[str]:
+        """The running jobs (of this process) whose changes to the workspace at `root`
+        are recorded when they end, as `job-… (`command`)`."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        return [
+            f"{job.id} (`{job.command}`)"
+            for job in jobs
+            if job.child.running and job.child.watch is not None and job.child.watch.ws.root == root
+        ]
+
     def running_count(self) -> int:
         """Jobs whose process is still running (the metrics gauge): every worker's when
         shared."""
