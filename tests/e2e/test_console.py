@@ -134,6 +134,19 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             assert "+1 −0" in written.inner_text() and "operator" in history.inner_text()
             page.screenshot(path=str(shots / "history.png"), full_page=True)
 
+            # A command's change is a change (issue 46): its diff, and the file's history.
+            edit = "open('notes.md', 'a').write('by a command\\n')"
+            ran = agent(project, job_dir, ("run_command", {"command": ["python3", "-c", edit]}))
+            assert ran[0].splitlines()[-1] == "changed 1 file: notes.md (+1 -0)", ran
+            row = page.locator("tr.entry", has_text="run_command").first
+            row.wait_for(timeout=3_000)
+            row.click()
+            diff = page.locator(".diff", has_text="by a command").first
+            diff.wait_for(timeout=5_000)
+            assert "+1 −0" in diff.inner_text()
+            row.locator("button[data-action=history]", has_text="notes.md").click()
+            history.locator("tr", has_text="run_command").wait_for(timeout=5_000)
+
             # A running job is listed and stopped from the page.
             script = f"print({PLANTED!r}, flush=True); import time; time.sleep(60)"
             started = agent(
