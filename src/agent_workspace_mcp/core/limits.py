@@ -353,6 +353,9 @@ TREE_SCAN_MAX_ENTRIES = 250_000
 # ours: content the first scan of a never-seen tree stores (later scans store only what
 # changed); a file past it is recorded by its digest only, so not restorable.
 TREE_BASELINE_MAX_BYTES = 128 * MIB
+# ours: workspaces whose tree index a process keeps (an inotify instance each; the
+# kernel's default is 128 per user): a server has a few; tests make hundreds.
+TREE_INDEXES_KEPT = 8
 COMMAND_CHANGES_SHOWN = 8  # ours: the answer's "changed N files:" line names this many
 UNDO_DIFF_MAX_BYTES = 1 * MIB  # ours: undo shows line counts for text files up to this
 UNDO_MAX_STEPS = 100  # ours: undo(steps) at most; a larger range is `to` or `change`

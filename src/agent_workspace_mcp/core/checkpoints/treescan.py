@@ -30,14 +30,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..containment import open_dir
+from ..errors import WorkspaceError
 from ..limits import (
     CHECKPOINT_MAX_PATHS,
     STATE_DIR_NAME,
     TREE_BASELINE_MAX_BYTES,
+    TREE_INDEXES_KEPT,
     TREE_SCAN_MAX_ENTRIES,
 )
 from ..osflags import DIR_FLAGS
 from ..workspaces import Workspace
+from .dirwatch import DirWatch
 from .states import NONE, Budget, State, entry_state, same
 from .store import Store
 
@@ -67,16 +70,22 @@ def scan(
     store: Store | None,
     budget: Budget,
     limit: int = TREE_SCAN_MAX_ENTRIES,
+    *,
+    top: str = "",
+    on_dir: Callable[[int, str], None] | None = None,
 ) -> Scanned:
-    """Every entry below the root (but `.git` and state directories), by fd; the state of
-    each one `want(rel, sig)` asks for, with content stored while `budget` allows."""
+    """Every entry below `top` (the root; but `.git` and state directories), by fd; the
+    state of each one `want(rel, sig)` asks for, with content stored while `budget`
+    allows. `on_dir(fd, rel)` hears of each directory before it is read (a watch)."""
     sigs: dict[str, Sig] = {}
     states: dict[str, State] = {}
     complete = True
-    stack = [(open_dir(ws), "")]
+    stack = [(open_dir(ws, tuple(top.split("/")) if top else ()), top + "/" if top else "")]
     try:
         while stack:
             fd, prefix = stack.pop()
+            if on_dir is not None:
+                on_dir(fd, prefix[:-1])
             try:
                 with os.scandir(fd) as entries:
                     for entry in entries:
@@ -123,6 +132,7 @@ class Baseline:
     complete: bool
     started: float = field(default_factory=time.monotonic)
     overlapped: bool = False  # another command ran in this workspace meanwhile
+    gen: int = 0  # the index's generation when it was taken
 
 
 @dataclass
@@ -135,74 +145,166 @@ class Effect:
 
 
 class TreeIndex:
-    """One workspace's entries as the last scan saw them (process-local)."""
+    """One workspace's entries as last seen (process-local), kept current by rescanning
+    only the directories core.checkpoints.dirwatch says changed (everything when it
+    cannot say). Every entry that changes gets the next generation number, so a run's
+    changes are the entries touched since its baseline."""
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws
         self.known: dict[str, tuple[Sig, State]] = {}
+        self.kids: dict[str, set[str]] = {}  # a directory's index path ('' the root): names
+        self.touched: dict[str, int] = {}  # index path: the generation that last changed it
+        self.gen = 0
+        self.complete = True
+        self.scanned = False
+        self.watch = DirWatch()
         self.noted: dict[str, tuple[float, State]] = {}  # what recorded calls left
-        self.running: set[int] = set()
+        self.running: dict[int, int] = {}  # id(baseline): its generation
         self._guard = threading.Lock()
 
     def before(self, store: Store) -> Baseline:
-        """Scan, storing what changed since the last scan; the baseline for one run."""
+        """The tree now, what changed since the last look stored: a run's baseline."""
         with self._guard:
-            known = self.known
-            budget = Budget(paths=TREE_SCAN_MAX_ENTRIES, stored=TREE_BASELINE_MAX_BYTES)
-
-            def want(rel: str, sig: Sig) -> bool:
-                have = known.get(rel)
-                if have is None or have[0] != sig:
-                    return True
-                # its object may have been collected since (a pruned store)
-                state = have[1]
-                return bool(state.get("o")) and not store.has(state["h"])
-
-            found = scan(self.ws, want, store, budget)
-            fresh = {
-                rel: (sig, found.states[rel] if rel in found.states else known[rel][1])
-                for rel, sig in found.sigs.items()
-                if rel in found.states or rel in known
-            }
-            self.known = fresh
-            baseline = Baseline(dict(fresh), found.complete, overlapped=bool(self.running))
-            self.running.add(id(baseline))
+            self._refresh(
+                store, Budget(paths=TREE_SCAN_MAX_ENTRIES, stored=TREE_BASELINE_MAX_BYTES)
+            )
+            baseline = Baseline(
+                dict(self.known), self.complete, overlapped=bool(self.running), gen=self.gen
+            )
+            self.running[id(baseline)] = self.gen
             return baseline
 
     def after(self, baseline: Baseline, store: Store) -> Effect:
-        """Scan again: what changed since `baseline`, with what it left stored."""
+        """What changed since `baseline`, with what it left stored."""
         with self._guard:
-            self.running.discard(id(baseline))
+            budget = Budget()
+            self._refresh(store, budget)
+            self.running.pop(id(baseline), None)
             overlapped = baseline.overlapped or bool(self.running)
             before = baseline.known
-            budget = Budget()
-
-            def want(rel: str, sig: Sig) -> bool:
-                was = before.get(rel)
-                return was is None or was[0] != sig
-
-            found = scan(self.ws, want, store, budget)
             changes: dict[str, tuple[State, State]] = {}
-            for rel, after in found.states.items():
-                was = before.get(rel)
+            for rel, gen in self.touched.items():
+                if gen <= baseline.gen:
+                    continue
+                was, now = before.get(rel), self.known.get(rel)
                 prior = was[1] if was is not None else dict(NONE)
+                after = now[1] if now is not None else dict(NONE)
                 if not _changed(prior, after) or self._made_by_a_call(rel, after, baseline):
                     continue
-                changes[rel] = (prior, after)
-            if found.complete and baseline.complete:
-                for rel, (_, prior) in before.items():
-                    if rel not in found.sigs and not self._made_by_a_call(rel, NONE, baseline):
-                        changes[rel] = (prior, dict(NONE))
+                changes[rel] = (_still_stored(prior, store), after)
+            oldest = min(self.running.values(), default=self.gen)
+            self.touched = {rel: g for rel, g in self.touched.items() if g > oldest}
             if len(changes) > CHECKPOINT_MAX_PATHS:
-                changes = dict(list(sorted(changes.items()))[:CHECKPOINT_MAX_PATHS])
+                changes = dict(sorted(changes.items())[:CHECKPOINT_MAX_PATHS])
                 budget.truncated = True
-            for rel, sig in found.sigs.items():
-                if rel in found.states:
-                    self.known[rel] = (sig, found.states[rel])
-            for rel in [r for r in self.known if r not in found.sigs]:
-                del self.known[rel]
-            complete = found.complete and baseline.complete and not budget.truncated
+            complete = self.complete and baseline.complete and not budget.truncated
             return Effect(dict(sorted(changes.items())), complete, overlapped)
+
+    # --- keeping `known` current ------------------------------------------------------
+
+    def _refresh(self, store: Store, budget: Budget) -> None:
+        dirty = self.watch.changed() if self.scanned else None
+        if dirty is None:
+            self._scan_below("", store, budget)
+            self.scanned = True
+            return
+        for rel in sorted(dirty, key=lambda r: r.count("/")):
+            self._rescan(rel, store, budget)
+
+    def _set(self, rel: str, sig: Sig, state: State) -> None:
+        self.known[rel] = (sig, state)
+        self.gen += 1
+        self.touched[rel] = self.gen
+        parent, _, name = rel.rpartition("/")
+        self.kids.setdefault(parent, set()).add(name)
+
+    def _drop(self, rel: str) -> None:
+        """`rel` and everything below it are gone."""
+        for name in list(self.kids.pop(rel, ())):
+            self._drop(f"{rel}/{name}")
+        if self.known.pop(rel, None) is not None:
+            self.gen += 1
+            self.touched[rel] = self.gen
+        parent, _, name = rel.rpartition("/")
+        self.kids.get(parent, set()).discard(name)
+
+    def _want(self, rel: str, sig: Sig) -> bool:
+        have = self.known.get(rel)
+        return have is None or have[0] != sig
+
+    def _scan_below(self, top: str, store: Store, budget: Budget) -> None:
+        """Everything below `top` ('' the whole tree), watched from now on."""
+        # The whole tree: the bound itself; below a directory: what is left of it.
+        room = TREE_SCAN_MAX_ENTRIES - (len(self.known) if top else 0)
+        try:
+            found = scan(
+                self.ws, self._want, store, budget, max(room, 0), top=top, on_dir=self.watch.add
+            )
+        except (WorkspaceError, OSError):
+            if top:
+                self._drop(top)
+            return
+        for rel, sig in found.sigs.items():
+            if rel in found.states:
+                self._set(rel, sig, found.states[rel])
+        if found.complete:
+            prefix = top + "/" if top else ""
+            for rel in [r for r in self.known if r.startswith(prefix) and r not in found.sigs]:
+                if rel in self.known:
+                    self._drop(rel)
+        if not top:
+            self.complete = found.complete
+        elif not found.complete:
+            self.complete = False
+
+    def _rescan(self, rel: str, store: Store, budget: Budget) -> None:
+        """One directory's entries again (a new directory below it: all of it)."""
+        if rel and rel not in self.known:
+            return  # gone, or not yet known: its parent's rescan sees to it
+        try:
+            fd = open_dir(self.ws, tuple(rel.split("/")) if rel else ())
+        except (WorkspaceError, OSError):
+            if rel:
+                self._drop(rel)
+            return
+        prefix = rel + "/" if rel else ""
+        present: set[str] = set()
+        try:
+            if rel and self.known[rel][0][4] != os.fstat(fd).st_ino:
+                self._scan_below(rel, store, budget)  # another directory by the same name
+                return
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name in SKIPPED:
+                        continue
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    present.add(name)
+                    child, sig = prefix + name, signature(st)
+                    if not self._want(child, sig):
+                        continue
+                    was = self.known.get(child)
+                    with contextlib.suppress(OSError):
+                        self._set(child, sig, entry_state(fd, name, st, store, budget))
+                    if stat.S_ISDIR(st.st_mode) and (was is None or was[0] != sig):
+                        for name_below in list(self.kids.get(child, ())):
+                            self._drop(f"{child}/{name_below}")
+                        self._scan_below(child, store, budget)
+                    elif was is not None and stat.S_ISDIR(was[0][0]):
+                        for name_below in list(self.kids.get(child, ())):
+                            self._drop(f"{child}/{name_below}")
+                        self.kids.pop(child, None)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        for name in list(self.kids.get(rel, ())):
+            if name not in present:
+                self._drop(prefix + name)
 
     def note(self, rel: str, state: State) -> None:
         """A recorded call (a file tool, an undo) left `rel` in `state`."""
@@ -216,6 +318,14 @@ class TreeIndex:
         return noted is not None and noted[0] >= baseline.started and same(now, noted[1])
 
 
+def _still_stored(state: State, store: Store) -> State:
+    """A before-state whose content was collected since (a pruned store) is recorded as
+    what it is: not restorable. Checked for the changed paths only."""
+    if state.get("o") and not store.has(str(state["h"])):
+        return {k: v for k, v in state.items() if k != "o"}
+    return state
+
+
 def _changed(before: State, after: State) -> bool:
     if before.get("t") == "d" and after.get("t") == "d":
         return before.get("m") != after.get("m")
@@ -227,11 +337,15 @@ _indexes_guard = threading.Lock()
 
 
 def index_for(ws: Workspace) -> TreeIndex:
-    """The index of `ws`'s root, where its checkpoints are recorded."""
+    """The index of `ws`'s root, where its checkpoints are recorded; the least recently
+    used beyond TREE_INDEXES_KEPT are dropped (their watches closed)."""
     with _indexes_guard:
-        found = _indexes.get(ws.root)
+        found = _indexes.pop(ws.root, None)
         if found is None:
-            found = _indexes[ws.root] = TreeIndex(ws)
+            found = TreeIndex(ws)
+        _indexes[ws.root] = found  # last: the dict's order is recency
+        while len(_indexes) > TREE_INDEXES_KEPT:
+            _indexes.pop(next(iter(_indexes))).watch.close()
         return found
 
 

@@ -1,0 +1,152 @@
+"""What recording a command's changes costs (issue 46), on the Django 5.2.19 corpus
+(bench/search.py fetches it) and on a tree of ten copies of it.
+
+For each tree: `run_command ["true"]` and `["git", "status"]` through an in-memory
+client with recording on (the default) and off (`checkpoints=False`), and the same
+command spawned bare; the recording's added time is the p50 of on minus the p50 of off.
+The first command on a never-seen tree (which stores the tree's content once) is stated
+apart. Then 100 commands that each change one file: how much the checkpoint store grew.
+
+    python bench/commands.py [--calls N] [--skip-big]
+
+Prints the table and writes bench/results/commands.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.search import CORPUS, ensure_corpus
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+
+GIT = ["git", "-c", "user.email=b@b", "-c", "user.name=b"]
+
+
+def prepare(source: Path, copies: int, dest: Path) -> Path:
+    """`copies` copies of `source` under one git repository (committed once)."""
+    if not dest.exists():
+        dest.mkdir()
+        for i in range(copies):
+            shutil.copytree(source, dest / f"copy{i:02d}", symlinks=True)
+        subprocess.run([*GIT, "init", "-q"], cwd=dest, check=True)
+        subprocess.run([*GIT, "add", "-A"], cwd=dest, check=True)
+        subprocess.run([*GIT, "commit", "-qm", "corpus"], cwd=dest, check=True)
+    shutil.rmtree(dest / ".workspace-mcp", ignore_errors=True)
+    return dest
+
+
+def p50(values: list[float]) -> float:
+    return round(statistics.median(values), 1)
+
+
+def bare_ms(argv: list[str], cwd: Path, calls: int) -> list[float]:
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+async def timed(client: Client, argv: list[str]) -> float:
+    started = time.perf_counter()
+    result = await client.call_tool("run_command", {"command": argv}, raise_on_error=False)
+    assert not result.is_error, result.content[0].text
+    return (time.perf_counter() - started) * 1000
+
+
+def settings(root: Path, recording: bool) -> Settings:
+    return Settings(
+        root=str(root), shell_mode="any", sandbox="none", audit=False, checkpoints=recording
+    )
+
+
+async def measure(root: Path, calls: int) -> dict:
+    row: dict = {"tree": root.name, "entries": sum(1 for _ in root.rglob("*"))}
+    async with Client(create_server(settings(root, True))) as on:
+        row["first_ms"] = round(await timed(on, ["true"]), 1)  # stores the tree once
+        async with Client(create_server(settings(root, False))) as off:
+            for name, argv in (("true", ["true"]), ("git status", ["git", "status"])):
+                times_on, times_off = [], []
+                for _ in range(calls):  # in turn, so load hits both alike
+                    times_on.append(await timed(on, argv))
+                    times_off.append(await timed(off, argv))
+                bare = bare_ms(argv, root, calls)
+                row[name] = {
+                    "on_p50_ms": p50(times_on),
+                    "off_p50_ms": p50(times_off),
+                    "bare_p50_ms": p50(bare),
+                    "added_p50_ms": round(p50(times_on) - p50(times_off), 1),
+                }
+    return row
+
+
+async def growth(root: Path) -> dict:
+    """100 commands that each change one file: the store's growth."""
+    target = next(root.rglob("*.py"))
+    store = root / ".workspace-mcp" / "checkpoints"
+
+    def size() -> int:
+        return sum(p.stat().st_size for p in store.rglob("*") if p.is_file())
+
+    async with Client(create_server(settings(root, True))) as client:
+        await timed(client, ["true"])
+        start = size()
+        for i in range(100):
+            await timed(client, ["sh", "-c", f"echo '# {i}' >> {target}"])
+        grown = size() - start
+    subprocess.run(["git", "checkout", "--", str(target)], cwd=root, check=True)
+    return {"commands": 100, "file_bytes": target.stat().st_size, "store_growth_bytes": grown}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=15)
+    parser.add_argument("--skip-big", action="store_true")
+    args = parser.parse_args()
+    small, _ = ensure_corpus()
+    with tempfile.TemporaryDirectory(dir=CORPUS) as tmp:
+        trees = [prepare(small, 1, Path(tmp) / "django")]
+        if not args.skip_big:
+            trees.append(prepare(small, 10, CORPUS / "django-5.2.19_x10"))
+        rows = [
+            asyncio.run(measure(tree, args.calls if i == 0 else 5)) for i, tree in enumerate(trees)
+        ]
+        grown = asyncio.run(growth(trees[0]))
+    print(
+        f"{'tree':<20}{'entries':>9}{'first':>9}  {'command':<11}"
+        f"{'bare':>8}{'off':>8}{'on':>8}{'added':>8}"
+    )
+    for row in rows:
+        for name in ("true", "git status"):
+            cell = row[name]
+            print(
+                f"{row['tree']:<20}{row['entries']:>9}{row['first_ms']:>9}  {name:<11}"
+                f"{cell['bare_p50_ms']:>8}{cell['off_p50_ms']:>8}{cell['on_p50_ms']:>8}"
+                f"{cell['added_p50_ms']:>8}"
+            )
+    print(
+        f"store growth after 100 one-file commands: {grown['store_growth_bytes']} bytes "
+        f"(the file is {grown['file_bytes']} bytes)"
+    )
+    out = Path(__file__).resolve().parent / "results" / "commands.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps({"rows": rows, "growth": grown}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
