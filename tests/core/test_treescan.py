@@ -65,3 +65,28 @@ def test_the_scan_stops_at_its_bound_and_says_so(ws: Path) -> None:
     found = scan(workspace(ws), lambda rel, sig: False, None, Budget(), limit=10)
     assert (len(found.sigs), found.complete) == (10, False)
     assert scan(workspace(ws), lambda rel, sig: False, None, Budget()).complete
+
+
+def test_the_index_finds_every_git_and_state_dir_a_walk_finds(ws: Path) -> None:
+    """core.exec.repoguard's survey answered from the index (rescanning what changed)
+    finds exactly what its own full walk finds, after each change to the tree."""
+    from agent_workspace_mcp.core.exec import repoguard
+
+    workspace_ = workspace(ws)
+    index = (TreeIndex(workspace_), Store(workspace_))
+    (ws / "a" / "b").mkdir(parents=True)
+    (ws / ".git").mkdir()
+    steps = [
+        lambda: (ws / "a" / ".git").mkdir(),
+        lambda: (ws / "a" / "b" / ".GIT").write_text("gitdir: elsewhere\n"),
+        lambda: os.rename(ws / "a", ws / "moved"),
+        lambda: (ws / "moved" / "b" / ".GIT").unlink(),
+        lambda: (ws / "new" / "deep" / ".workspace-mcp").mkdir(parents=True),
+        lambda: os.rename(ws / "new", ws / "moved" / "new"),
+    ]
+    for step in [lambda: None, *steps]:
+        step()
+        walked = repoguard.survey(workspace_, ())
+        indexed = repoguard.survey(workspace_, (), index=index)
+        assert indexed.entries == walked.entries and indexed.complete
+    assert "moved/new/deep/.workspace-mcp" in indexed.entries

@@ -48,7 +48,10 @@ from .store import Store
 # (its times change with every entry added or removed below it, which is not a change
 # of the directory itself).
 Sig = tuple[int, int, int, int, int]
-SKIPPED = frozenset({".git", STATE_DIR_NAME})
+# Never recorded, and never entered; named by case-folded name, like core.exec.repoguard
+# (which the index also answers: where each one is, by identity).
+GUARDED = frozenset({".git", STATE_DIR_NAME.casefold()})
+Ident = tuple[int, int, str]  # (dev, inode, "dir" or "other")
 
 
 def signature(st: os.stat_result) -> Sig:
@@ -62,6 +65,7 @@ class Scanned:
     sigs: dict[str, Sig]
     states: dict[str, State]  # the entries `want` asked for, captured during the walk
     complete: bool
+    guarded: dict[str, Ident] = field(default_factory=dict)  # every `.git` and state dir
 
 
 def scan(
@@ -79,6 +83,7 @@ def scan(
     allows. `on_dir(fd, rel)` hears of each directory before it is read (a watch)."""
     sigs: dict[str, Sig] = {}
     states: dict[str, State] = {}
+    guarded: dict[str, Ident] = {}
     complete = True
     stack = [(open_dir(ws, tuple(top.split("/")) if top else ()), top + "/" if top else "")]
     try:
@@ -90,12 +95,14 @@ def scan(
                 with os.scandir(fd) as entries:
                     for entry in entries:
                         name = entry.name
-                        if name in SKIPPED:
+                        if name.casefold() in GUARDED:
+                            with contextlib.suppress(OSError):
+                                guarded[prefix + name] = ident(entry.stat(follow_symlinks=False))
                             continue
                         if len(sigs) >= limit:
                             complete = False
                             stack_close(stack)
-                            return Scanned(sigs, states, complete)
+                            return Scanned(sigs, states, complete, guarded)
                         try:
                             st = entry.stat(follow_symlinks=False)
                         except OSError:
@@ -115,7 +122,11 @@ def scan(
                 os.close(fd)
     finally:
         stack_close(stack)
-    return Scanned(sigs, states, complete)
+    return Scanned(sigs, states, complete, guarded)
+
+
+def ident(st: os.stat_result) -> Ident:
+    return (st.st_dev, st.st_ino, "dir" if stat.S_ISDIR(st.st_mode) else "other")
 
 
 def stack_close(stack: list[tuple[int, str]]) -> None:
@@ -154,6 +165,7 @@ class TreeIndex:
         self.ws = ws
         self.known: dict[str, tuple[Sig, State]] = {}
         self.kids: dict[str, set[str]] = {}  # a directory's index path ('' the root): names
+        self.guarded: dict[str, Ident] = {}  # every `.git` and state directory, by identity
         self.touched: dict[str, int] = {}  # index path: the generation that last changed it
         self.gen = 0
         self.complete = True
@@ -201,6 +213,15 @@ class TreeIndex:
             complete = self.complete and baseline.complete and not budget.truncated
             return Effect(dict(sorted(changes.items())), complete, overlapped)
 
+    def protected(self, store: Store) -> tuple[dict[str, Ident], bool]:
+        """Every `.git` and state directory in the tree now (core.exec.repoguard's survey,
+        without walking the tree again), and whether the index covers the whole tree."""
+        with self._guard:
+            self._refresh(
+                store, Budget(paths=TREE_SCAN_MAX_ENTRIES, stored=TREE_BASELINE_MAX_BYTES)
+            )
+            return dict(self.guarded), self.complete
+
     # --- keeping `known` current ------------------------------------------------------
 
     def _refresh(self, store: Store, budget: Budget) -> None:
@@ -223,6 +244,8 @@ class TreeIndex:
         """`rel` and everything below it are gone."""
         for name in list(self.kids.pop(rel, ())):
             self._drop(f"{rel}/{name}")
+        for below in [g for g in self.guarded if g.startswith(rel + "/")]:
+            del self.guarded[below]
         if self.known.pop(rel, None) is not None:
             self.gen += 1
             self.touched[rel] = self.gen
@@ -248,8 +271,13 @@ class TreeIndex:
         for rel, sig in found.sigs.items():
             if rel in found.states:
                 self._set(rel, sig, found.states[rel])
+        prefix = top + "/" if top else ""
         if found.complete:
-            prefix = top + "/" if top else ""
+            for rel in [g for g in self.guarded if g.startswith(prefix)]:
+                if rel not in found.guarded:
+                    del self.guarded[rel]
+        self.guarded.update(found.guarded)
+        if found.complete:
             for rel in [r for r in self.known if r.startswith(prefix) and r not in found.sigs]:
                 if rel in self.known:
                     self._drop(rel)
@@ -277,13 +305,14 @@ class TreeIndex:
             with os.scandir(fd) as entries:
                 for entry in entries:
                     name = entry.name
-                    if name in SKIPPED:
-                        continue
                     try:
                         st = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
                     present.add(name)
+                    if name.casefold() in GUARDED:
+                        self.guarded[prefix + name] = ident(st)
+                        continue
                     child, sig = prefix + name, signature(st)
                     if not self._want(child, sig):
                         continue
@@ -305,6 +334,9 @@ class TreeIndex:
         for name in list(self.kids.get(rel, ())):
             if name not in present:
                 self._drop(prefix + name)
+        for guarded in [g for g in self.guarded if g.rpartition("/")[0] == rel]:
+            if guarded.rpartition("/")[2] not in present:
+                del self.guarded[guarded]
 
     def note(self, rel: str, state: State) -> None:
         """A recorded call (a file tool, an undo) left `rel` in `state`."""

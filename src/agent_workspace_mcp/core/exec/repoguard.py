@@ -23,6 +23,8 @@ import stat
 from dataclasses import dataclass, field
 
 from .. import features
+from ..checkpoints.store import Store
+from ..checkpoints.treescan import TreeIndex
 from ..containment import GIT_DIR_NAME, open_dir
 from ..fileops import remove_tree
 from ..limits import REPO_GUARD_ENTRIES_MAX, STATE_DIR_NAME
@@ -30,6 +32,7 @@ from ..osflags import DIR_FLAGS
 from ..workspaces import Workspace
 
 NAMES = (GIT_DIR_NAME, STATE_DIR_NAME)
+Indexed = tuple[TreeIndex, Store]  # the root's tree index, and the store it keeps content in
 # What in a repository runs later as the user: a change here by an unsandboxed command
 # is named in its answer.
 RUNS_LATER = ("hooks", "config", "info/attributes")
@@ -46,10 +49,19 @@ class Found:
 
 
 def survey(
-    ws: Workspace, top: tuple[str, ...], *, marks: bool = False, names: tuple[str, ...] = NAMES
+    ws: Workspace,
+    top: tuple[str, ...],
+    *,
+    marks: bool = False,
+    names: tuple[str, ...] = NAMES,
+    index: Indexed | None = None,
 ) -> Found:
     """Every `.git` and `.workspace-mcp` below `top` (components below the root); with
-    `--allow-git-writes`, `names` is the state directory's alone."""
+    `--allow-git-writes`, `names` is the state directory's alone. With the root's tree
+    index (a recorded command, core.checkpoints.treescan), the index answers: it reads
+    again only the directories that changed, where this walk reads the whole tree."""
+    if index is not None and not top:
+        return _from_index(ws, index, marks=marks, names=names)
     found = Found(names=names)
     seen = 0
     root = open_dir(ws, top)
@@ -85,6 +97,25 @@ def survey(
     finally:
         for fd, _ in stack:
             os.close(fd)
+    return found
+
+
+def _from_index(ws: Workspace, index: Indexed, *, marks: bool, names: tuple[str, ...]) -> Found:
+    tree, store = index
+    entries, complete = tree.protected(store)
+    found = Found(names=names, complete=complete)
+    for rel, ident in entries.items():
+        parent, _, name = rel.rpartition("/")
+        if name.casefold() not in names:
+            continue
+        found.entries[rel] = ident
+        if marks and ident[2] == "dir" and name.casefold() == GIT_DIR_NAME:
+            with contextlib.suppress(Exception):
+                pfd = open_dir(ws, tuple(parent.split("/")) if parent else ())
+                try:
+                    found.marks[rel] = _marks(pfd, name)
+                finally:
+                    os.close(pfd)
     return found
 
 
@@ -142,10 +173,12 @@ def protected_fds(
     return out
 
 
-def settle(ws: Workspace, top: tuple[str, ...], before: Found) -> list[str]:
+def settle(
+    ws: Workspace, top: tuple[str, ...], before: Found, index: Indexed | None = None
+) -> list[str]:
     """After a command: remove every protected entry it created; say what it did (one
     short clause per entry, for the answer and the journal)."""
-    after = survey(ws, top, marks=bool(before.marks), names=before.names)
+    after = survey(ws, top, marks=bool(before.marks), names=before.names, index=index)
     said: list[str] = []
     for rel, ident in sorted(after.entries.items()):
         if before.entries.get(rel) == ident:

@@ -110,7 +110,7 @@ class Runner:
             if self.recording is None
             else effects.begin(self.recording, ws, shown_command(argv))
         )
-        child = self._spawn(ws, argv, executable, cwd, env)
+        child = self._spawn(ws, argv, executable, cwd, env, watch)
         if watch is not None and self.recording is not None:
             memory = self.recording.memory
             child.watch = watch
@@ -118,7 +118,13 @@ class Runner:
         return child
 
     def _spawn(
-        self, ws: Workspace, argv: list[str], executable: str, cwd: str, env: dict[str, str]
+        self,
+        ws: Workspace,
+        argv: list[str],
+        executable: str,
+        cwd: str,
+        env: dict[str, str],
+        watch: effects.Watch | None,
     ) -> Child:
         confinement = self.confinement
         with contextlib.ExitStack() as fds:
@@ -134,13 +140,14 @@ class Runner:
                 with contextlib.suppress(WorkspaceError):
                     ensure_state_dir(ws)
                 names = (STATE_DIR_NAME,) if confinement.allow_git_writes else repoguard.NAMES
+                index = None if watch is None else (watch.index, watch.store)
                 before = repoguard.survey(
-                    ws, top_parts, marks=confinement.bwrap is None, names=names
+                    ws, top_parts, marks=confinement.bwrap is None, names=names, index=index
                 )
             if confinement.bwrap is None:
                 child = Child(argv, executable=executable, cwd=fd_cwd, env=env, pass_fds=(cwd_fd,))
                 if guarded:
-                    child.after = lambda: repoguard.settle(ws, top_parts, before)
+                    child.after = lambda: repoguard.settle(ws, top_parts, before, index)
                 return child
             top_fd = open_dir(ws, top_parts)
             fds.callback(os.close, top_fd)
@@ -179,7 +186,7 @@ class Runner:
                 pass_fds=passed,
             )
             if guarded:
-                child.after = lambda: repoguard.settle(ws, top_parts, before)
+                child.after = lambda: repoguard.settle(ws, top_parts, before, index)
             return child
 
     async def run(
