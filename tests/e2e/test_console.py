@@ -158,6 +158,7 @@ def test_the_console_shows_diffs_undoes_and_stops_jobs(project: Path, tmp_path: 
             kill.wait_for(timeout=5_000)
             job.locator(".joblog", has_text="window.__planted").wait_for(timeout=5_000)
             assert PLANTED in job.locator(".joblog").inner_text()  # its log, as text
+            assert "running, still changing files (recorded when it ends)" in job.inner_text()
             assert page.evaluate("window.__planted") is None
             kill.click()
             page.locator("#jobs li", has_text=job_id).locator("text=stopped").wait_for(

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import os
 import struct
 import threading
@@ -52,16 +51,20 @@ _EVENT = struct.Struct("iIII")
 
 
 def _libc() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name or "libc.so.6", use_errno=True)
-        libc.inotify_init1  # noqa: B018 - present on Linux only
-    except (OSError, AttributeError):
-        return None
-    return libc
+    """libc, loaded on the first watch (not at import: every CLI start imports this), and
+    by the process's own symbols (ctypes.util.find_library spawns ldconfig: 46 ms)."""
+    global _LIBC, _LOADED
+    if not _LOADED:
+        _LOADED = True
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.inotify_init1  # noqa: B018 - present on Linux only
+            _LIBC = libc
+    return _LIBC
 
 
-_LIBC = _libc()
+_LIBC: ctypes.CDLL | None = None
+_LOADED = False
 
 
 class DirWatch:
@@ -69,11 +72,12 @@ class DirWatch:
 
     def __init__(self) -> None:
         self.fd = -1
-        self.broken = _LIBC is None
+        libc = _libc()
+        self.broken = libc is None
         self.paths: dict[int, str] = {}  # watch descriptor: the directory's index path
         self._guard = threading.Lock()
-        if _LIBC is not None:
-            fd = _LIBC.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
+        if libc is not None:
+            fd = libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
             if fd < 0:
                 self.broken = True
             else:
