@@ -77,7 +77,11 @@ COMMANDS = {  # argv, the answer's last line, a path work_log and review_changes
 }
 
 
-@pytest.mark.parametrize("case", list(COMMANDS))
+@pytest.mark.parametrize(
+    "case",
+    # 2,000 files: seconds, not milliseconds; the fast subset leaves it to the full run
+    [pytest.param(c, marks=pytest.mark.slow) if c == "generator" else c for c in COMMANDS],
+)
 async def test_a_commands_changes_are_shown_and_undone_byte_for_byte(
     shell: Client, ws: Path, case: str
 ) -> None:
@@ -133,6 +137,7 @@ async def wait_for(predicate, seconds: float = 20.0) -> None:
         await asyncio.sleep(0.05)
 
 
+@pytest.mark.slow  # the job writes over 5 s
 async def test_a_killed_background_jobs_changes_are_recorded_and_undone(ws: Path) -> None:
     (ws / "kept.txt").write_text("kept\n")
     before = tree(ws)
