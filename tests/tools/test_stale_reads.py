@@ -69,6 +69,12 @@ async def text(client: Client, tool: str, **args) -> str:
     return result.content[0].text
 
 
+def session_of(served: RunningServer, client: str) -> str:
+    """The session the server issued to `client`, as its journal names it."""
+    log = [json.loads(x) for x in (served.root / ".workspace-mcp/journal.jsonl").open()]  # type: ignore[attr-defined]
+    return next(e["session"] for e in log if e.get("client") == client)
+
+
 def rel(root: Path, name: str) -> str:
     return f"{root.name}/{name}"
 
@@ -83,8 +89,7 @@ async def test_a_write_over_another_agents_change_is_refused_naming_it(
     await text(bob, "read_file", path=path)
     assert (await text(bob, "write_file", path=path, content="one\nBOB\n")).startswith("Updated")
     refused = await text(alice, "write_file", path=path, content="one\ntwo\nALICE\n")
-    log = [json.loads(x) for x in (served.root / ".workspace-mcp/journal.jsonl").open()]  # type: ignore[attr-defined]
-    bob_session = next(e["session"] for e in log if e.get("client") == "bob-agent")
+    bob_session = session_of(served, "bob-agent")
     sha = re.search(r"expectedSha256=([0-9a-f]{16})", refused)
     assert refused.startswith(
         f"{path} changed since this session last read or wrote it, by session "
@@ -219,8 +224,7 @@ async def test_a_command_is_named_and_its_own_session_may_write(
     )
     await text(bob, "run_command", command=["sed", "-i", "s/bob/BOB/", path])
     refused = await text(alice, "write_file", path=path, content="alice\n")
-    log = [json.loads(x) for x in (served.root / ".workspace-mcp/journal.jsonl").open()]  # type: ignore[attr-defined]
-    bob_session = next(e["session"] for e in log if e.get("client") == "bob-agent")
+    bob_session = session_of(served, "bob-agent")
     assert refused.startswith(
         f"{path} changed since this session last read or wrote it, by session "
         f"{bob_session} (bob-agent)'s run_command (`sed -i s/bob/BOB/ {path}`), "

@@ -30,6 +30,17 @@ class FileDiff:
     note: str = ""  # binary, too large, content not kept
 
 
+def line_counts(old: list[str], new: list[str]) -> tuple[int, int]:
+    """Lines added and removed from `old` to `new` (undo's and a command's answer)."""
+    plus = minus = 0
+    for line in difflib.unified_diff(old, new, lineterm="", n=0):
+        if line.startswith("+") and not line.startswith("+++"):
+            plus += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            minus += 1
+    return plus, minus
+
+
 def entry_diffs(
     ws: Workspace, store: Store, entry_id: str, *, path: str | None = None, offset: int = 0
 ) -> list[FileDiff]:

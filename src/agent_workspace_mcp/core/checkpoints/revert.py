@@ -7,7 +7,6 @@ and if a step fails midway it is applied back, leaving every file as it was.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from dataclasses import dataclass, field
 
@@ -17,6 +16,7 @@ from ..errors import WorkspaceError
 from ..limits import CHECKPOINT_FILE_MAX_BYTES, CHECKPOINT_MAX_PATHS, MIB, UNDO_DIFF_MAX_BYTES
 from ..textio import read_bytes
 from ..workspaces import Workspace
+from .diffs import line_counts
 from .history import Entry, Plan
 from .recorder import Recorder
 from .states import NONE, Budget, State, absolute, apply, capture, children, same
@@ -188,10 +188,5 @@ def _line_counts(now: State, want: State, store: Store, ws: Workspace, rel: str)
         return "binary"
     except WorkspaceError:
         return ""
-    plus = minus = 0
-    for line in difflib.unified_diff(old, new, lineterm="", n=0):
-        if line.startswith("+") and not line.startswith("+++"):
-            plus += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            minus += 1
+    plus, minus = line_counts(old, new)
     return f"+{plus} -{minus} lines" if plus or minus else "mode"

@@ -15,11 +15,11 @@ leave a file's size and times alone.
 
 from __future__ import annotations
 
-import difflib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..checkpoints.diffs import line_counts
 from ..checkpoints.recorder import Recorder, new_entry_id
 from ..checkpoints.states import State
 from ..checkpoints.store import Store
@@ -237,10 +237,5 @@ def _line_counts(before: State, after: State, store: Store) -> str:
         return "binary"
     except Exception:
         return "modified"
-    plus = minus = 0
-    for line in difflib.unified_diff(old, new, lineterm="", n=0):
-        if line.startswith("+") and not line.startswith("+++"):
-            plus += 1
-        elif line.startswith("-") and not line.startswith("---"):
-            minus += 1
+    plus, minus = line_counts(old, new)
     return f"+{plus} -{minus}"
