@@ -201,8 +201,8 @@ async def test_the_servers_own_directories_are_hidden_from_commands(ws: Path) ->
     with tempfile.TemporaryDirectory(dir="/var/tmp") as jobs:
         (Path(jobs) / "workers-1").mkdir()
         (Path(jobs) / "workers-1" / "shared.key").write_text("SHARED-SECRET\n")
+        proofkey.decision_key()  # made as the server makes it: private, mode 0700
         key_dir = proofkey.key_dir()
-        key_dir.mkdir(parents=True, exist_ok=True)
         settings = Settings(root=str(ws), shell_mode="any", sandbox="bwrap", job_dir=jobs)
         async with open_client(settings) as client:
             text = await ok(
