@@ -35,8 +35,8 @@ from .middleware.errors import ErrorShapingMiddleware, quiet_expected_failures
 from .middleware.journal import JournalMiddleware
 from .middleware.lean_list import LeanToolListMiddleware
 from .middleware.pipeline import Pipeline
-from .middleware.seen import SeenMiddleware
 from .middleware.sessions import SubpathMiddleware
+from .middleware.stale_reads import StaleReadMiddleware
 from .requestctx import current_subject
 from .services import Services
 from .settings import Settings
@@ -212,7 +212,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
                     *middleware,
                     ArgumentBoundsMiddleware(),
                     JournalMiddleware(services),
-                    SeenMiddleware(services),
+                    StaleReadMiddleware(services),
                     AnswerBudgetMiddleware(),
                     errors,
                     ArgumentRepairMiddleware(),

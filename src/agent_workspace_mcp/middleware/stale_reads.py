@@ -14,7 +14,7 @@ from ..requestctx import session_and_client
 from ..services import Services
 
 
-class SeenMiddleware(Middleware):
+class StaleReadMiddleware(Middleware):
     def __init__(self, services: Services) -> None:
         self.services = services
 
