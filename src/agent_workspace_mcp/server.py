@@ -124,12 +124,26 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         auth = build_auth(settings)
     job_dir = settings.job_dir or default_job_dir()
     shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
+    path_dirs = safe_path_dirs(os.environ.get("PATH", ""), registry.roots())
     bwrap, sandbox_said = resolve_sandbox(
-        settings.sandbox,
-        settings.commands_enabled,
-        settings.unconfined,
-        safe_path_dirs(os.environ.get("PATH", ""), registry.roots()),
+        settings.sandbox, settings.commands_enabled, settings.unconfined, path_dirs
     )
+    stage = None
+    if settings.stage_commands:
+        from .core.callscope import RUNS_PROGRAMS
+        from .core.exec import staging
+
+        stage = staging.check(
+            confirm=settings.confirm,
+            runs_programs=RUNS_PROGRAMS,
+            commands=settings.commands_enabled,
+            unconfined=settings.unconfined,
+            network=settings.sandbox_network,
+            checkpoints=settings.checkpoints,
+            bwrap=bwrap,
+            sandbox_said=sandbox_said,
+            path_dirs=path_dirs,
+        )
     services = Services(
         settings=settings,
         registry=registry,
@@ -138,6 +152,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         locks=PathLocks(),
         bwrap=bwrap,
         sandbox_said=sandbox_said,
+        stage=stage,
         memory=Memory(settings.journal_max_bytes),
         skills=SkillStore(settings.skills_dir, builtin=settings.builtin_skills),
     )

@@ -64,6 +64,7 @@ class Services:
     skills: SkillStore
     bwrap: str | None  # the checked bubblewrap binary when commands are sandboxed
     sandbox_said: str  # how commands run, for the start-up line ("" when none is served)
+    stage: str | None = None  # --stage-commands: the checked fuse-overlayfs binary
     shutdown: Shutdown = field(default_factory=Shutdown)
     metrics: MetricsSink | None = None  # middleware.metrics.Metrics when serving HTTP
     changes: Changes = field(default_factory=Changes)

@@ -206,6 +206,12 @@ class Settings(BaseModel):
         "let sandboxed commands use the network (npm install, pip install need it)",
         EXECUTION, "--sandbox-network", ("WORKSPACE_MCP_SANDBOX_NETWORK",),
     )] = False
+    stage_commands: Annotated[bool, Opt(
+        "with --confirm exec: run each command in the sandbox against a copy-on-write view "
+        "of the workspace; what it changed is shown in the approval request and lands only "
+        "when a person approves (needs bubblewrap and fuse-overlayfs; no --sandbox-network)",
+        EXECUTION, "--stage-commands", ("WORKSPACE_MCP_STAGE_COMMANDS",),
+    )] = False
     promote_after_ms: Annotated[int, Field(ge=1), Opt(
         "move a command still running after MS to a background job",
         EXECUTION, "--promote-after-ms", ("WORKSPACE_MCP_PROMOTE_AFTER_MS",), "MS",

@@ -412,6 +412,10 @@ CONFIRM_USE_SECONDS = 600.0  # ours: an approval must be used within this of the
 CONFIRM_KEPT = 500  # ours: approval records kept per workspace (oldest decided go first)
 CONFIRM_SUMMARY_MAX_CHARS = 8_000  # ours: what the person is shown of one call
 CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview
+# ours (issue 46, --stage-commands): mounting or unmounting a command's copy-on-write view
+# (fuse-overlayfs answers in milliseconds; a hung FUSE daemon must not hang the call)
+STAGE_MOUNT_SECONDS = 10.0
+CONFIRM_OUTPUT_SHOWN_CHARS = 1_500  # ours: a staged command's output tail in its request
 # ours (issue 43): entries walked below a folder a call deletes, moves or renames, to
 # match --confirm-path globs and count what a delete removes; past it the call is
 # treated as touching a protected path (asked, never waved through).

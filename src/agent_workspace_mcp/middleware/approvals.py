@@ -41,6 +41,7 @@ from ..core.checkpoints import undoing
 from ..core.containment import Located, ProtectedPathError, checking_writes, locate
 from ..core.echo import echo, listing
 from ..core.errors import ConfigError, WorkspaceError
+from ..core.exec import staging
 from ..core.nearmiss import closest
 from ..core.state.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
 from ..core.state.journal import activity
@@ -69,6 +70,9 @@ class ApprovalGate(Middleware):
             self.paths = GitIgnoreSpec.from_lines(settings.confirm_path)
         self.writes: dict[str, bool] = {}
         self.ours: dict[str, str] = {}
+        # --stage-commands (issue 46): a command runs against a copy-on-write view first,
+        # and the person approves what it changed, not only its argv.
+        self.stage = services.stage is not None
         # A forged record must not be able to decide; the key must be out of the agent's
         # reach (core.proofkey), else the server does not start with approvals on.
         if not settings.unconfined:
@@ -288,11 +292,15 @@ class ApprovalGate(Middleware):
                     f"not run: {tool} needs a person's approval ({why}): {exc}"
                 ) from None
 
+        staged = self.stage and ours in RUNS_PROGRAMS
+
         async def run(record: dict[str, Any]) -> Any:
             by, via = record.get("decided_by"), record.get("via")
             activity.approved(
                 f"{record['id']} approved by {by} via {via} (digest {call_digest[:12]})"
             )
+            if staged:  # what lands is the change set shown, the command does not run again
+                return await self._land(ws, tool, record)
             return await proceed()
 
         used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
@@ -300,21 +308,38 @@ class ApprovalGate(Middleware):
             return await run(used)
         ctx = context.fastmcp_context
         session, client = session_and_client(ctx)
+        staged_ref: tuple[str, str] | None = None  # (the change set's digest, what is shown)
+        asked = None
+        if staged:
+            asked = await off(self.approvals.asked, ws, subject=subject, call_digest=call_digest)
+            if asked is None:  # nothing waiting for this call: run it against a view
+                ran = await self._stage(context, call_next, ws, tool, args)
+                if not isinstance(ran, tuple):
+                    return ran  # it changed nothing, or never ran: its own answer
+                staged_ref = ran
 
         async def ask() -> dict[str, Any]:
             """The pending request for this call, showing what will run (refused if a
             person denied this very call lately)."""
-            shown = await self.summary(context, call_next, ours, ws, args, scope)
-            record = await off(
-                self.approvals.request,
-                ws,
-                tool=tool,
-                call_digest=call_digest,
-                summary=shown,
-                subject=subject,
-                session=session,
-                client=client,
-            )
+            if asked is not None:
+                record = asked
+            else:
+                shown = (
+                    staged_ref[1]
+                    if staged_ref is not None
+                    else await self.summary(context, call_next, ours, ws, args, scope)
+                )
+                record = await off(
+                    self.approvals.request,
+                    ws,
+                    tool=tool,
+                    call_digest=call_digest,
+                    summary=shown,
+                    subject=subject,
+                    session=session,
+                    client=client,
+                    staged=None if staged_ref is None else staged_ref[0],
+                )
             if record["status"] == DENIED:
                 raise _refused(record, why)
             return record
@@ -360,6 +385,17 @@ class ApprovalGate(Middleware):
         left = max(0, int(float(record["expires"]) - self.approvals.clock()))
         activity.approved(f"{record['id']} pending in the console")
         activity.record(result="pending approval")
+        if record.get("staged"):
+            return ToolResult(
+                content=(
+                    f"Not landed yet: {tool} ran against a staged copy of the workspace and "
+                    f"its changes wait for a person's approval ({why}; {record['id']} in the "
+                    f"operator console; no answer within {wait:g} s). Repeat this exact call "
+                    f"once approved (approval_status('{record['id']}') says when): the staged "
+                    f"changes land then and the command does not run again; with no answer in "
+                    f"{left} s they are discarded."
+                )
+            )
         return ToolResult(
             content=(
                 f"Not run yet: {tool} needs a person's approval ({why}). Asked as "
@@ -369,6 +405,68 @@ class ApprovalGate(Middleware):
                 f"says when); with no answer in {left} s it is refused."
             )
         )
+
+    # --- staged commands (--stage-commands) ------------------------------------------------
+
+    async def _stage(self, context: MiddlewareContext, call_next, ws, tool: str, args) -> Any:
+        """Run the command against a copy-on-write view; (digest, what the person is shown)
+        of its change set, or the call's own answer when there is nothing to approve."""
+        with activity.staging() as box:
+            activity.clear_exec()
+            result = await call_next(context)
+        proposal = box.proposal
+        if proposal is None or getattr(result, "is_error", False):
+            return result  # it never ran (refused, bad arguments): nothing was staged
+        if not proposal.changes and proposal.landable:
+            return ToolResult(
+                content=f"{_text(result)}\n[ran staged: it changed nothing in the workspace]"
+            )
+        return await anyio.to_thread.run_sync(self._staged_request, ws, tool, args, box)
+
+    def _staged_request(self, ws, tool: str, args: dict[str, Any], box) -> tuple[str, str]:
+        store = self.services.checkpoints(ws)
+        ref = staging.store_proposal(store, box.proposal)
+        command = args.get("command", args.get("script", args.get("name")))
+        output = box.answer
+        if len(output) > limits.CONFIRM_OUTPUT_SHOWN_CHARS:
+            output = "…" + output[-limits.CONFIRM_OUTPUT_SHOWN_CHARS :]
+        shown = (
+            f"{tool} in workspace {ws.name}\n"
+            f"command: {json.dumps(command, ensure_ascii=False)}\n"
+            f"in directory: {args.get('cwd') or '.'}\n"
+            "it ran in the sandbox against a copy-on-write view; these changes land only if "
+            f"approved:\n{staging.describe(box.proposal, store)}\n"
+            f"its output:\n{output}"
+        )
+        cap = limits.CONFIRM_SUMMARY_MAX_CHARS
+        return ref, shown if len(shown) <= cap else shown[:cap] + "\n… (cut)"
+
+    async def _land(self, ws, tool: str, record: dict[str, Any]) -> Any:
+        """An approved staged command: its change set, exactly as shown, into the tree."""
+        ref = record.get("staged")
+
+        def work() -> str:
+            store = self.services.checkpoints(ws)
+            proposal = staging.load_proposal(store, str(ref))
+            changes = staging.land(ws, store, self.services.locks, proposal)
+            recorder = activity.current_recorder()
+            if recorder is not None:
+                recorder.effect(changes)
+            activity.record(paths=[rel for rel, (_, a) in changes.items() if a.get("t") != "d"])
+            line = staging.landed(changes, store)
+            return (
+                f"{proposal.answer}\n[staged changes landed, approved by "
+                f"{record.get('decided_by')} ({record['id']})]" + (f"\n{line}" if line else "")
+            )
+
+        if not ref:
+            raise ToolError(f"not landed: approval {record['id']} names no staged changes")
+        try:
+            text = await anyio.to_thread.run_sync(work)
+        except WorkspaceError as exc:
+            raise ToolError(f"not landed: {exc}") from None
+        activity.record(result="staged changes landed")
+        return ToolResult(content=text)
 
     async def _wait(self, ws, record: dict[str, Any], deadline: float) -> dict[str, Any]:
         """The record once decided, or as it is at the deadline."""
@@ -500,8 +598,18 @@ def _input_required(record: dict[str, Any], why: str) -> mcp_types.InputRequired
     return mcp_types.InputRequiredResult(input_requests={ASK: request}, request_state=record["id"])
 
 
+def _text(result: Any) -> str:
+    return "\n".join(getattr(c, "text", "") for c in getattr(result, "content", []))
+
+
 def _refused(record: dict[str, Any], why: str) -> ToolError:
     status = record.get("status")
+    if status == DENIED and record.get("staged"):
+        return ToolError(
+            f"not landed: the staged changes of {record.get('tool')} were denied by "
+            f"{record.get('decided_by')} ({record['id']}; {why}); nothing of them reached the "
+            "workspace; do not repeat it unchanged"
+        )
     if status == DENIED:
         return ToolError(
             f"not run: {record.get('tool')} was denied by {record.get('decided_by')} "

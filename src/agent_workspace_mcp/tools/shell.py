@@ -81,6 +81,7 @@ class Commands:
             die_with_parent=settings.workers <= 1,
             private=(services.jobs.job_dir, str(proofkey.key_dir())),
             needs_clearance="exec" in settings.confirm,
+            stage=services.stage,
         )
         self.runner = Runner(
             services.jobs,

@@ -115,6 +115,7 @@ def scrubbed_env(
 
 if TYPE_CHECKING:
     from .effects import Watch
+    from .staging import Stage
 
 
 class OutputBuffer:
@@ -241,6 +242,8 @@ class Child:
         # loop when it ends in the call; as a job, `on_job_end(job_id, how)` records them.
         self.watch: Watch | None = None
         self.on_job_end: Callable[[str, str], str] | None = None
+        # --stage-commands: the copy-on-write view it runs against (core.exec.staging).
+        self.stage: Stage | None = None
         self._settled: list[str] | None = None
         self._settle_lock = threading.Lock()
         self._pump = threading.Thread(target=self._run_pump, name=f"pump-{self.pid}", daemon=True)

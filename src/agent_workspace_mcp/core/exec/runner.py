@@ -25,7 +25,7 @@ from ..limits import STATE_DIR_NAME
 from ..state.files import ensure_state_dir
 from ..state.journal import activity
 from ..workspaces import Workspace
-from . import effects, repoguard
+from . import effects, repoguard, staging
 from .commands import bwrap_prefix, hidden_homes, toolchains_in
 from .jobs import Job, JobRegistry, command_answer
 from .process import Child, describe_exit
@@ -49,6 +49,17 @@ class Confinement:
     private: tuple[str, ...] = ()
     # `--confirm exec`: nothing starts unless the approval gate cleared this very call.
     needs_clearance: bool = False
+    # `--stage-commands`: the fuse-overlayfs binary; every command runs against a
+    # copy-on-write view made in `stage_dir` (private to the server) and its changes wait
+    # for the approval gate (core.exec.staging).
+    stage: str | None = None
+    stage_dir: str = ""
+
+
+STAGED_FOREGROUND = (
+    "not run: with --stage-commands a command's changes wait for a person's approval, so "
+    "it runs within its call (no background jobs); call run_command without background"
+)
 
 
 def shown_command(argv: list[str]) -> str:
@@ -104,10 +115,16 @@ class Runner:
                 "not run: --confirm exec asks a person before any program runs, and this call "
                 "was not approved (it reached the runner around the approval gate)"
             )
+        box = activity.staged_box()
+        if confinement.stage is not None and box is None:
+            raise WorkspaceError(
+                "not run: --stage-commands runs every command against a staged view for a "
+                "person to approve, and this call reached the runner around the approval gate"
+            )
         env = self.env()
         watch = (
             None
-            if self.recording is None
+            if self.recording is None or box is not None  # staged: the real tree is untouched
             else effects.begin(self.recording, ws, shown_command(argv))
         )
         child = self._spawn(ws, argv, executable, cwd, env, watch)
@@ -151,6 +168,14 @@ class Runner:
                 return child
             top_fd = open_dir(ws, top_parts)
             fds.callback(os.close, top_fd)
+            stage = None
+            if confinement.stage is not None:
+                # The command sees the view at the root's own path; the real root is only
+                # the view's read-only lower layer, opened by the fd checked above.
+                stage = staging.Stage.make(confinement.stage, top_fd, confinement.stage_dir)
+                fds.callback(lambda: stage.close() if stage.doomed else None)
+                view_fd = stage.open_merged()
+                fds.callback(os.close, view_fd)
             read_only = []
             if guarded:
                 for fd, dest in repoguard.protected_fds(ws, top_parts, before, top):
@@ -169,7 +194,7 @@ class Runner:
                 confinement.bwrap,
                 top,
                 cwd,
-                root_fd=top_fd,
+                root_fd=top_fd if stage is None else view_fd,
                 read_only=read_only,
                 network=confinement.network,
                 hidden=hidden,
@@ -178,6 +203,8 @@ class Runner:
                 die_with_parent=confinement.die_with_parent,
             )
             passed = (cwd_fd, top_fd, *(fd for fd, _ in read_only))
+            if stage is not None:
+                passed = (*passed, view_fd)
             child = Child(
                 [*prefix, executable, *argv[1:]],
                 executable=None,
@@ -185,6 +212,8 @@ class Runner:
                 env=env,
                 pass_fds=passed,
             )
+            if stage is not None:
+                child.stage, stage.doomed = stage, False
             if guarded:
                 child.after = lambda: repoguard.settle(ws, top_parts, before, index)
             return child
@@ -207,6 +236,9 @@ class Runner:
         output and exit; `owner` owns the job it may become, `became_job` hears of it
         (a task client is answered with the job as its task)."""
         registry = self.jobs
+        box = activity.staged_box() if self.confinement.stage is not None else None
+        if box is not None and background:
+            raise WorkspaceError(STAGED_FOREGROUND)
         child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
         command = shown_command(argv)
         activity.record(detail=command)
@@ -226,6 +258,8 @@ class Runner:
                 became_job(job)
             return _job_started(job, self.remote)
         promote_after = min(promote_after_ms or self.promote_after_ms, self.promote_after_ms) / 1000
+        if box is not None:
+            promote_after = float("inf")  # its changes wait for a person: it ends in this call
         started = time.monotonic()
         next_progress = started + limits.PROGRESS_INTERVAL_SECONDS
         pause = 0.002
@@ -265,6 +299,8 @@ class Runner:
             # Cancelled (or the server is going down): the command must not outlive us.
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(child.kill)
+                if child.stage is not None:
+                    await anyio.to_thread.run_sync(child.stage.close)
                 if child.watch is not None:
                     await anyio.to_thread.run_sync(effects.into_call, child.watch)
             raise
@@ -285,7 +321,20 @@ class Runner:
         )
         answer = command_answer(command, child.buffer.text(), status)
         answer += "".join(f"\n[the command {note}]" for note in notes)
+        if box is not None and child.stage is not None:
+            box.answer = answer
+            box.proposal = await anyio.to_thread.run_sync(self._collect, ws, child.stage)
+            box.proposal.answer = answer
         return answer + (f"\n{changed}" if changed else "")
+
+    def _collect(self, ws: Workspace, stage: staging.Stage) -> staging.Proposal:
+        """The staged command's change set, its view unmounted and removed."""
+        try:
+            if self.recording is None:
+                raise WorkspaceError("--stage-commands needs the checkpoint store")
+            return stage.proposal(ws, self.recording.store(ws))
+        finally:
+            stage.close()
 
     async def start(
         self,
@@ -299,6 +348,8 @@ class Runner:
         max_runtime_ms: int,
     ) -> str:
         """Start `argv` as a background job at once; the answer names the job."""
+        if self.confinement.stage is not None:
+            raise WorkspaceError(STAGED_FOREGROUND)
         child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
         shown = shown_command(argv)
         job = self.jobs.adopt(

@@ -48,6 +48,7 @@ REQUEST_FIELDS = (
     "client",
     "created",
     "expires",
+    "staged",
 )
 DECISION_FIELDS = (
     "id",
@@ -177,22 +178,18 @@ class Approvals:
         subject: str | None,
         session: str | None,
         client: str | None,
+        staged: str | None = None,
     ) -> dict[str, Any]:
         """A pending request for this call: the one already waiting for the same call by
-        the same subject, else a new one."""
+        the same subject, else a new one. `staged`: the digest of a staged command's
+        change set in the checkpoint store (core.exec.staging), sealed with the request:
+        what lands is what the person was shown."""
 
         def make(records: dict[str, dict[str, Any]]) -> dict[str, Any]:
             now = self.clock()
-            for record in records.values():
-                if record.get("digest") != call_digest or record.get("subject") != subject:
-                    continue
-                if record.get("status") == PENDING:
-                    return dict(record)
-                # A denial stands for as long as a request would have waited.
-                recent = now - _number(record.get("decided")) < self.timeout
-                if record.get("status") == DENIED and recent:
-                    return dict(record)
-            record = {
+            if (asked := self._asked(records, subject, call_digest, now)) is not None:
+                return asked
+            record: dict[str, Any] = {
                 "id": "ap-" + secrets.token_hex(5),
                 "tool": tool,
                 "digest": call_digest,
@@ -202,6 +199,7 @@ class Approvals:
                 "client": client,
                 "created": now,
                 "expires": now + self.timeout,
+                "staged": staged,
                 "status": PENDING,
             }
             record["request_proof"] = seal(self.key, *(record[n] for n in REQUEST_FIELDS))
@@ -210,6 +208,26 @@ class Approvals:
 
         made: dict[str, Any] = self._change(ws, make)
         return made
+
+    def _asked(
+        self, records: dict[str, dict[str, Any]], subject: str | None, call_digest: str, now: float
+    ) -> dict[str, Any] | None:
+        for record in records.values():
+            if record.get("digest") != call_digest or record.get("subject") != subject:
+                continue
+            if record.get("status") == PENDING:
+                return dict(record)
+            # A denial stands for as long as a request would have waited.
+            recent = now - _number(record.get("decided")) < self.timeout
+            if record.get("status") == DENIED and recent:
+                return dict(record)
+        return None
+
+    def asked(
+        self, ws: Workspace, *, subject: str | None, call_digest: str
+    ) -> dict[str, Any] | None:
+        """The request already waiting for this call (or a recent denial of it), if any."""
+        return self._asked(self._read(ws), subject, call_digest, self.clock())
 
     def take(
         self, ws: Workspace, *, subject: str | None, call_digest: str

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ...checkpoints.recorder import Recorder
@@ -85,6 +85,33 @@ def clear_exec() -> None:
 
 def exec_cleared() -> bool:
     return _exec_cleared.get()
+
+
+# `--stage-commands` (issue 46): the approval gate opens a box before a command tool
+# runs; the runner runs the command against a copy-on-write view and leaves its change
+# set here for the gate to show and, once approved, land. Shared, not copied, across the
+# worker-thread dispatch (like a capture).
+@dataclass
+class Staged:
+    proposal: Any = None  # core.exec.staging.Proposal once the command ran
+    answer: str = ""  # the command's own answer (output and exit)
+
+
+_staging: ContextVar[Staged | None] = ContextVar("awm_staging", default=None)
+
+
+@contextmanager
+def staging() -> Iterator[Staged]:
+    box = Staged()
+    token = _staging.set(box)
+    try:
+        yield box
+    finally:
+        _staging.reset(token)
+
+
+def staged_box() -> Staged | None:
+    return _staging.get()
 
 
 # The checkpoint of the call being journaled (issue 17), if any: tool bodies report each
