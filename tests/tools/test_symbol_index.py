@@ -33,8 +33,10 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def project(ws: Path, users: int = 30) -> None:
     (ws / "pkg").mkdir()
     (ws / "pkg" / "widget.py").write_text("class Widget:\n    def draw(self):\n        pass\n")
-    for n in range(users):
-        (ws / "pkg" / f"use{n}.py").write_text(f"from .widget import Widget\n\nW{n} = Widget()\n")
+    for n in range(users):  # each has a line shaped like a definition of Widget (issue 47)
+        (ws / "pkg" / f"use{n}.py").write_text(
+            f"from .widget import Widget\n\n\nclass W{n}(Widget):\n    pass\n"
+        )
 
 
 def restart() -> None:

@@ -470,3 +470,6 @@ STARTUP_KEYED_FRAMES = 16  # ours: requests looked at for one to keep; tools/lis
 # directory), each under its stat signature and content digest; Django has ~2,900 source
 # files, the Linux kernel ~60,000. Past it the least recently used go.
 SYMBOL_INDEX_FILES = 100_000
+# ours (issue 47): definition-shaped lines kept per file by find_symbol's prefilter; a file
+# with more is parsed whatever they say (the prefilter only ever narrows by what it read)
+SHAPE_LINES_PER_FILE = 64

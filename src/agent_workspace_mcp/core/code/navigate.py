@@ -23,6 +23,7 @@ from ..search.engine import SearchEngine
 from ..search.results import GrepQuery, ListQuery
 from ..textio import is_binary, read_bytes
 from ..workspaces import Workspace
+from . import shapes
 from .index import SymbolIndex
 from .languages import EXTENSIONS, language_of, supported
 from .outline import Definition, definitions
@@ -200,10 +201,18 @@ def find_symbol(
     the unchanged ones known to define no such name, tree-sitter confirms the rest. The
     flag says some files were not looked at (the prefilter's cap, or the time bound)."""
     word = word_of(name)
-    rels = engine.files_matching(ws, None, rf"\b{word}\b", SOURCE_GLOB)
+    shaped = engine.lines_matching(
+        ws, None, shapes.rg_pattern(word), SOURCE_GLOB, limits.SHAPE_LINES_PER_FILE
+    )
     cut = False
-    if rels is None:  # no ripgrep: grep's capped prefilter
+    if shaped is None:  # no ripgrep: grep's capped prefilter, every file with the word
         rels, cut = files_with(engine, ws, rf"\b{word}\b", None)
+    else:  # only files with a line shaped like a definition in their own language
+        rels = sorted(
+            rel
+            for rel, (lines, more) in shaped.items()
+            if more or any(shapes.may_define(language_of(rel) or "", line, word) for line in lines)
+        )
     signatures = index.signatures(rels) if index is not None else {}
     if index is not None:
         rels = [rel for rel in rels if index.may_define(rel, signatures[rel], word)]

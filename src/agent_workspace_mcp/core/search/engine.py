@@ -62,6 +62,19 @@ class SearchEngine:
             ripgrep_engine.files_matching(self.rg, ws, start, pattern, include, ancestors)
         )
 
+    def lines_matching(
+        self, ws: Workspace, path: str | None, pattern: str, include: str | None, per_file: int
+    ) -> dict[str, tuple[list[str], bool]] | None:
+        """Files with lines matching `pattern`, each with up to `per_file` of them and
+        whether it had more; None without ripgrep (the caller falls back)."""
+        if not self.rg:
+            return None
+        validate_regex(pattern)
+        start, _, ancestors = self._start(ws, path, False)
+        return ripgrep_engine.lines_matching(
+            self.rg, ws, start, pattern, include, ancestors, per_file
+        )
+
     def list_files(
         self, ws: Workspace, path: str | None, query: ListQuery
     ) -> tuple[ListResult, str]:

@@ -207,6 +207,52 @@ def files_matching(
     return [rel for rel in rels if wanted is None or wanted.matches(rel)]
 
 
+def lines_matching(
+    rg: str,
+    ws: Workspace,
+    start: str,
+    pattern: str,
+    include: str | None,
+    ancestor: list[str],
+    per_file: int,
+) -> dict[str, tuple[list[str], bool]]:
+    """Root-relative files with lines matching `pattern` (parallel), each with up to
+    `per_file` of those lines and whether it had more. A hint of which files to read,
+    like files_matching: whoever uses a file reads it again through the walk."""
+    wanted = compile_glob(include)
+    with _ignore_file(ancestor, False) as ignore_file, root_cwd(ws) as cwd:
+        args = _base_args(rg, False, ignore_file, ordered=False)
+        args += ["--null", "--no-heading", "--with-filename", "--no-line-number", "--text"]
+        args += ["--max-count", str(per_file + 1), "-e", pattern, "--", start or "."]
+        proc = spawn(args, cwd)
+        timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, kill_group, (proc,))
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            out = proc.stdout.read()
+        finally:
+            timer.cancel()
+            stop(proc)
+    if proc.returncode < 0:  # the timer killed it
+        raise timed_out()
+    found: dict[str, tuple[list[str], bool]] = {}
+    for raw in out.split(b"\n"):
+        name, nul, text = raw.partition(b"\x00")
+        if not nul:
+            continue
+        rel = os.fsdecode(name)
+        rel = rel[2:] if rel.startswith("./") else rel
+        if wanted is not None and not wanted.matches(rel):
+            continue
+        lines, _ = found.get(rel, ([], False))
+        if len(lines) >= per_file:
+            found[rel] = (lines, True)
+            continue
+        lines.append(text.decode("utf-8", "replace"))
+        found[rel] = (lines, False)
+    return found
+
+
 class _DirCache:
     """Directory fds opened through the containment walk, reused for their files.
 
