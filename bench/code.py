@@ -6,15 +6,15 @@
 - `find_symbol` against the ripgrep prefilter it runs (`grep` of `\\bNAME\\b` over the
   source files, the same call through the same client);
 - `find_references` against `grep` for the same word;
-- `find_symbol` against `rg -l -w NAME` spawned directly (issue 36's floor): warm (a
-  repeated query), cold (a new query on a running server: the outline cache cleared,
-  the symbol index kept, as after a restart, which loads it from the state directory)
-  and first (nothing kept: every candidate file parsed once).
+- `find_symbol` against `rg -l -w NAME` and `find_references` against `rg -n -w NAME`,
+  spawned directly (issue 47's floors), on the corpus and on its 10x tree: warm (the
+  same query again), after a restart (memory empty, the indexes on disk kept) and with
+  nothing kept (memory empty, the indexes deleted).
 
 Every figure is the median of interleaved calls through one in-memory
 `fastmcp.Client`, as a ratio to its floor measured in the same run.
 
-    python bench/code.py [--calls 15] [--json bench/results/code.json]
+    python bench/code.py [--calls 15] [--no-big] [--json bench/results/code.json]
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from agent_workspace_mcp.core.code.navigate import SOURCE_GLOB
 from agent_workspace_mcp.core.search.rgproc import find_rg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search import ensure_corpus
+from commands import prepare
+from search import CORPUS, ensure_corpus
 
 HERE = Path(__file__).resolve().parent
 FILE = "django/db/migrations/autodetector.py"  # 1,907 lines
@@ -92,46 +93,67 @@ async def timed(client: Client, tool: str, args: dict, cold: bool = False) -> fl
 
 
 SYMBOLS = ("QuerySet", "get_object_or_404", "MigrationAutodetector")
+# Issue 47: each navigation query against its grep floor, in four states of what is kept.
+MODES = {
+    "warm": "the same query again",
+    "restart": "a new process: memory empty, the indexes on disk kept",
+    "nothing kept": "a new process with the indexes on disk deleted",
+}
+FLOORS = {"find_symbol": ["-l", "-w"], "find_references": ["-n", "-w"]}
 
 
-def rg_ms(root: Path, name: str) -> float:
+def rg_ms(root: Path, flags: list[str], name: str) -> float:
     started = time.perf_counter()
-    subprocess.run([find_rg() or "rg", "-l", "-w", name], cwd=root, capture_output=True)
+    subprocess.run(
+        [find_rg() or "rg", *flags, name], cwd=root, capture_output=True, stdin=subprocess.DEVNULL
+    )
     return (time.perf_counter() - started) * 1000
 
 
-async def symbol_rows(client: Client, root: Path, calls: int) -> list[dict]:
+def forget(root: Path, mode: str) -> None:
+    """Put the server in `mode`'s state before a query."""
+    if mode == "warm":
+        return
+    outline._cache.clear()  # a new process: nothing parsed in memory
+    index._indexes.clear()
+    index._ref_indexes.clear()
+    if mode == "nothing kept":
+        for name in (index.STATE_FILE, index.REFERENCES_FILE):
+            (root / ".workspace-mcp" / name).unlink(missing_ok=True)
+
+
+async def navigation_rows(client: Client, root: Path, tree: str, calls: int) -> list[dict]:
     rows = []
-    for name in SYMBOLS:
-        for mode in ("warm", "cold", "first"):
-            ours, floor = [], []
-            await timed(client, "find_symbol", {"name": name})
-            for _ in range(calls if mode != "first" else max(3, calls // 3)):
-                if mode != "warm":
-                    outline._cache.clear()
-                if mode == "first":
-                    index._indexes.clear()
-                    (root / ".workspace-mcp" / index.STATE_FILE).unlink(missing_ok=True)
-                ours.append(await timed(client, "find_symbol", {"name": name}))
-                floor.append(rg_ms(root, name))
-            row = {
-                "case": f"find_symbol {name}, {mode}",
-                "floor": "rg -l -w",
-                "ours_ms": round(statistics.median(ours), 1),
-                "floor_ms": round(statistics.median(floor), 1),
-            }
-            row["ratio"] = round(row["ours_ms"] / row["floor_ms"], 2)
-            rows.append(row)
-            print(
-                f"{row['case']:38} {row['ours_ms']:9.1f} {'rg -l -w':>10} "
-                f"{row['floor_ms']:9.1f} {row['ratio']:6.2f}x",
-                flush=True,
-            )
+    for tool, flags in FLOORS.items():
+        for name in SYMBOLS:
+            args = {"name": name} if tool == "find_symbol" else {"name": name, "maxResults": 1000}
+            await timed(client, tool, args)  # grammars imported, indexes made
+            for mode in MODES:
+                ours, floor = [], []
+                for _ in range(calls if mode == "warm" else max(3, calls // 2)):
+                    forget(root, mode)
+                    ours.append(await timed(client, tool, args))
+                    floor.append(rg_ms(root, flags, name))
+                row = {
+                    "tree": tree,
+                    "case": f"{tool} {name}, {mode}",
+                    "floor": f"rg {' '.join(flags)}",
+                    "ours_ms": round(statistics.median(ours), 1),
+                    "floor_ms": round(statistics.median(floor), 1),
+                }
+                row["ratio"] = round(row["ours_ms"] / row["floor_ms"], 2)
+                rows.append(row)
+                print(
+                    f"{tree:9} {row['case']:44} {row['ours_ms']:9.1f} {row['floor']:>10} "
+                    f"{row['floor_ms']:9.1f} {row['ratio']:6.2f}x",
+                    flush=True,
+                )
     return rows
 
 
-async def run(calls: int) -> list[dict]:
+async def run(calls: int, big_tree: bool) -> list[dict]:
     small, _ = ensure_corpus()
+    big = prepare(small, 10, CORPUS / "django-5.2.19_x10") if big_tree else None
     rows = []
     async with Client(create_server(Settings(root=str(small), audit=False))) as client:
         for label, tool, args, floor_tool, floor_args in cases():
@@ -167,17 +189,21 @@ async def run(calls: int) -> list[dict]:
                     f"{'':>10} {'':>9} {share:6.2f}x",
                     flush=True,
                 )
-        rows += await symbol_rows(client, small, calls)
+        rows += await navigation_rows(client, small, "corpus", calls)
+    if big is not None:
+        async with Client(create_server(Settings(root=str(big), audit=False))) as client:
+            rows += await navigation_rows(client, big, "10x", max(3, calls // 3))
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=15)
+    parser.add_argument("--no-big", action="store_true", help="skip the 10x tree")
     parser.add_argument("--json", default=str(HERE / "results" / "code.json"))
     args = parser.parse_args()
     print(f"{'case':38} {'ours ms':>9} {'floor':>10} {'floor ms':>9} {'ratio':>7}")
-    rows = asyncio.run(run(args.calls))
+    rows = asyncio.run(run(args.calls, not args.no_big))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(

@@ -8,7 +8,7 @@ from fastmcp import FastMCP
 from pydantic import Field
 
 from ..core.code import navigate
-from ..core.code.index import index_for
+from ..core.code.index import index_for, references_for
 from ..core.echo import echo, listing
 from ..core.errors import NotFoundError
 from ..core.limits import (
@@ -121,7 +121,8 @@ def find_references(
 ) -> str:
     """Uses of an identifier outside comments and strings, by file: `LINE: text  (in Def)`."""
     ws = services.workspaces.get(workspace)
-    grouped, cut = navigate.find_references(services.search, ws, name, path)
+    index = references_for(ws, persist=not services.settings.read_only)
+    grouped, cut = navigate.find_references(services.search, ws, name, path, index)
     if not grouped:
         raise NotFoundError(f"no references to {echo(name)} found{_near(services, ws, name)}")
     limit = min(maxResults, GREP_MAX_RESULTS)

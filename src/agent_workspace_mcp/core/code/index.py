@@ -31,12 +31,13 @@ from collections import OrderedDict
 
 from ..containment import open_dir
 from ..errors import WorkspaceError
-from ..limits import SYMBOL_INDEX_FILES
+from ..limits import REFERENCE_INDEX_ENTRIES, SYMBOL_INDEX_FILES
 from ..state.records import read_json, write_json
 from ..workspaces import Workspace
 
 log = logging.getLogger(__name__)
 STATE_FILE = "symbols.json"
+REFERENCES_FILE = "references.json"
 Signature = tuple[int, int, int, int, int]
 
 
@@ -53,25 +54,7 @@ class SymbolIndex:
             self._load()
 
     def signatures(self, rels: list[str]) -> dict[str, Signature | None]:
-        """Each file's signature now, from the root (None: not a regular file there)."""
-        found: dict[str, Signature | None] = {}
-        root = open_dir(self.ws, ())
-        try:
-            for rel in rels:
-                try:
-                    st = os.stat(rel, dir_fd=root, follow_symlinks=False)
-                except (OSError, ValueError):
-                    found[rel] = None
-                    continue
-                regular = stat.S_ISREG(st.st_mode)
-                found[rel] = (
-                    (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-                    if regular
-                    else None
-                )
-        finally:
-            os.close(root)
-        return found
+        return signatures(self.ws, rels)
 
     def may_define(self, rel: str, signature: Signature | None, word: str) -> bool:
         """False only when the file is known, unchanged, and defines no `word`."""
@@ -104,7 +87,7 @@ class SymbolIndex:
             snapshot = {rel: [list(sig), sorted(names)] for rel, (sig, names) in self.files.items()}
             self.dirty = False
         try:
-            write_json(self.ws, {"version": 1, "files": snapshot}, STATE_FILE)
+            write_json(self.ws, {"version": 1, "files": snapshot}, STATE_FILE, hint=True)
         except (OSError, WorkspaceError) as exc:
             log.warning("symbol index not saved in %s: %s", self.ws.name, exc)
 
@@ -127,7 +110,133 @@ class SymbolIndex:
                     self.files[rel] = (signature, frozenset(str(n) for n in names))
 
 
+def signatures(ws: Workspace, rels: list[str]) -> dict[str, Signature | None]:
+    """Each file's signature now, from the root (None: not a regular file there)."""
+    found: dict[str, Signature | None] = {}
+    root = open_dir(ws, ())
+    try:
+        for rel in rels:
+            try:
+                st = os.stat(rel, dir_fd=root, follow_symlinks=False)
+            except (OSError, ValueError):
+                found[rel] = None
+                continue
+            regular = stat.S_ISREG(st.st_mode)
+            found[rel] = (
+                (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                if regular
+                else None
+            )
+    finally:
+        os.close(root)
+    return found
+
+
+# (line, enclosing definition) of each reference to one word in one file
+Lines = tuple[tuple[int, str | None], ...]
+
+
+class ReferenceIndex:
+    """Where each asked-for word is a reference (outside comments and strings) in each
+    file, by the file's stat signature (issue 47): a repeated `find_references` reads
+    only the files that hold one, and parses none that did not change. Like the symbol
+    index: bounded (REFERENCE_INDEX_ENTRIES words over all files, least recently used
+    out), kept in the state directory (`references.json`), never trusted past a changed
+    signature, and only a hint of which lines to show: each shown line is read again
+    through the containment walk and must still hold the word."""
+
+    def __init__(self, ws: Workspace, persist: bool) -> None:
+        self.ws = ws
+        self.persist = persist
+        self.files: OrderedDict[str, tuple[Signature, dict[str, Lines]]] = OrderedDict()
+        self.entries = 0
+        self.dirty = False
+        self.lock = threading.Lock()
+        if persist:
+            self._load()
+
+    def known(self, rel: str, signature: Signature | None, word: str) -> Lines | None:
+        if signature is None:
+            return None
+        with self.lock:
+            entry = self.files.get(rel)
+            if entry is None or entry[0] != signature:
+                return None
+            self.files.move_to_end(rel)
+            return entry[1].get(word)
+
+    def learn(self, rel: str, signature: Signature | None, word: str, lines: Lines) -> None:
+        if signature is None:
+            return
+        with self.lock:
+            entry = self.files.get(rel)
+            if entry is None or entry[0] != signature:
+                if entry is not None:
+                    self.entries -= len(entry[1])
+                entry = self.files[rel] = (signature, {})
+            if entry[1].get(word) == lines:
+                return
+            self.entries += word not in entry[1]
+            entry[1][word] = lines
+            self.files.move_to_end(rel)
+            while self.entries > REFERENCE_INDEX_ENTRIES and self.files:
+                _, (_, words) = self.files.popitem(last=False)
+                self.entries -= len(words)
+            self.dirty = True
+
+    def save(self) -> None:
+        if not (self.persist and self.dirty):
+            return
+        with self.lock:
+            snapshot = {
+                rel: [list(sig), {w: [list(x) for x in ls] for w, ls in words.items()}]
+                for rel, (sig, words) in self.files.items()
+            }
+            self.dirty = False
+        try:
+            write_json(self.ws, {"version": 1, "files": snapshot}, REFERENCES_FILE, hint=True)
+        except (OSError, WorkspaceError) as exc:
+            log.warning("reference index not saved in %s: %s", self.ws.name, exc)
+
+    def _load(self) -> None:
+        try:
+            data = read_json(self.ws, REFERENCES_FILE)
+        except WorkspaceError as exc:
+            log.warning("reference index ignored in %s: %s", self.ws.name, exc)
+            return
+        files = data.get("files") if isinstance(data, dict) and data.get("version") == 1 else None
+        if not isinstance(files, dict):
+            return
+        for rel, entry in files.items():
+            with contextlib.suppress(TypeError, ValueError, OverflowError, AttributeError):
+                sig, words = entry
+                signature = tuple(int(n) for n in sig)
+                if not (isinstance(rel, str) and len(signature) == 5):
+                    continue
+                kept = {
+                    str(w): tuple((int(line), None if e is None else str(e)) for line, e in ls)
+                    for w, ls in words.items()
+                }
+                self.files[rel] = (signature, kept)
+                self.entries += len(kept)
+                if self.entries > REFERENCE_INDEX_ENTRIES:
+                    break
+
+
 _indexes: dict[tuple[str, str], SymbolIndex] = {}
+_ref_indexes: dict[tuple[str, str], ReferenceIndex] = {}
+
+
+def references_for(ws: Workspace, persist: bool) -> ReferenceIndex:
+    """The process's reference index of this workspace root."""
+    key = (ws.name, ws.root)
+    with _indexes_lock:
+        found = _ref_indexes.get(key)
+        if found is None:
+            found = _ref_indexes[key] = ReferenceIndex(ws, persist)
+        return found
+
+
 _indexes_lock = threading.Lock()
 
 

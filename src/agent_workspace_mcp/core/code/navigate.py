@@ -7,6 +7,7 @@ are listed by the search engine, so .gitignore rules and ignored directories app
 from __future__ import annotations
 
 import posixpath
+import re
 import stat
 import time
 from collections.abc import Iterator
@@ -24,8 +25,9 @@ from ..search.results import GrepQuery, ListQuery
 from ..textio import is_binary, read_bytes
 from ..workspaces import Workspace
 from . import shapes
-from .index import SymbolIndex
+from .index import Lines, ReferenceIndex, SymbolIndex, signatures
 from .languages import EXTENSIONS, language_of, supported
+from .lexing import only_in_literals
 from .outline import Definition, definitions
 
 # Every extension we parse, as one glob for the engine's listing.
@@ -288,8 +290,6 @@ def references_in(
 ) -> tuple[list[Reference], bool]:
     """Where the identifier `word` occurs in a file, outside comments and strings, and
     whether the search stopped at `deadline` (or CODE_FILE_SECONDS) before the end."""
-    import re
-
     from .languages import ParseTimeout, parse
 
     until = time.monotonic() + limits.CODE_FILE_SECONDS
@@ -299,9 +299,9 @@ def references_in(
         tree = parse(source.language, source.data, until)
     except ParseTimeout:
         return [], True
-    defs = definitions(source.language, source.data)
+    defs = definitions(source.language, source.data, tree)  # the same tree: one parse
     lines = source.data.split(b"\n")
-    pattern = re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(word.encode()) + rb"(?![A-Za-z0-9_$])")
+    pattern = word_pattern(word)
     found: list[Reference] = []
     seen_rows: set[int] = set()
     # Matches come in source order, definitions too (parents first): the definitions open
@@ -342,22 +342,72 @@ def _innermost(open_: list[Definition], line: int) -> str | None:
     return None
 
 
+def word_pattern(word: str) -> re.Pattern[bytes]:
+    """The identifier `word` in source bytes (not inside a longer name)."""
+    return re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(word.encode()) + rb"(?![A-Za-z0-9_$])")
+
+
 def find_references(
-    engine: SearchEngine, ws: Workspace, name: str, path: str | None
+    engine: SearchEngine,
+    ws: Workspace,
+    name: str,
+    path: str | None,
+    index: ReferenceIndex | None = None,
 ) -> tuple[list[tuple[str, list[Reference]]], bool]:
-    """Per file (sorted), the references to `name`; the flag says the prefilter was cut."""
+    """Per file (sorted), the references to `name`; the flag says some files were not
+    looked at. ripgrep lists the files holding the word (every file, every core); the
+    reference index answers for unchanged files it knows; a Python file whose every
+    mention is in a comment or a string literal is dismissed by the lexer; the rest
+    are parsed and judged by tree-sitter (issue 47)."""
     word = word_of(name)
-    rels, cut = files_with(engine, ws, rf"\b{word}\b", path)
+    rels = engine.files_matching(ws, path, rf"\b{word}\b", SOURCE_GLOB)
+    cut = False
+    if rels is None:  # no ripgrep: grep's capped prefilter
+        rels, cut = files_with(engine, ws, rf"\b{word}\b", path)
+    pattern = word_pattern(word)
+    sigs = signatures(ws, rels) if index is not None else {}
     grouped: list[tuple[str, list[Reference]]] = []
     deadline = time.monotonic() + limits.CODE_CALL_SECONDS
-    for source in readable(ws, rels):
-        if time.monotonic() > deadline:
-            return grouped, True
-        refs, partial = references_in(source, word, deadline)
-        cut = cut or partial
-        if refs:
-            grouped.append((source.rel, refs))
+    try:
+        for rel in rels:
+            if time.monotonic() > deadline:
+                return grouped, True
+            known = index.known(rel, sigs.get(rel), word) if index is not None else None
+            if known == ():
+                continue  # unchanged, and no reference in it
+            try:
+                source = read_source(ws, rel)
+            except (BinaryFileError, InvalidArgumentError, NotFoundError):
+                continue
+            refs = None if known is None else _recalled(source, known, pattern)
+            if refs is None:
+                partial = False
+                if source.language == "python" and only_in_literals(source.data, pattern):
+                    refs = []
+                else:
+                    refs, partial = references_in(source, word, deadline)
+                cut = cut or partial
+                if index is not None and not partial:
+                    index.learn(
+                        rel, sigs.get(rel), word, tuple((r.line, r.enclosing) for r in refs)
+                    )
+            if refs:
+                grouped.append((source.rel, refs))
+    finally:
+        if index is not None:
+            index.save()
     return grouped, cut
+
+
+def _recalled(source: Source, known: Lines, pattern: re.Pattern[bytes]) -> list[Reference] | None:
+    """The index's lines, read again: None if any no longer holds the word (look again)."""
+    lines = source.data.split(b"\n")
+    found = []
+    for line, holder in known:
+        if not (0 < line <= len(lines)) or pattern.search(lines[line - 1]) is None:
+            return None
+        found.append(Reference(line, lines[line - 1].decode("utf-8", "replace").strip(), holder))
+    return found
 
 
 def word_of(name: str) -> str:

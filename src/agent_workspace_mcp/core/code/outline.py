@@ -152,11 +152,12 @@ _cache: OrderedDict[tuple[str, bytes], Outline] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def definitions(language: str, source: bytes) -> Outline:
+def definitions(language: str, source: bytes, tree: Any = None) -> Outline:
     """Every definition in `source`, in source order (parents before children).
 
     Cached by content (an agent outlines a file, then reads a symbol from it, then
     finds a name in it): a changed file has another digest, so a hit is always right.
+    `tree`: the source's syntax tree, when the caller parsed it already (one parse).
     """
     key = (language, hashlib.blake2b(source, digest_size=16).digest())
     with _cache_lock:
@@ -164,7 +165,7 @@ def definitions(language: str, source: bytes) -> Outline:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    found = _definitions(language, source)
+    found = _definitions(language, source) if tree is None else _definitions(language, source, tree)
     with _cache_lock:
         _cache[key] = found
         while len(_cache) > OUTLINE_CACHE_FILES:
@@ -172,7 +173,7 @@ def definitions(language: str, source: bytes) -> Outline:
     return found
 
 
-def _definitions(language: str, source: bytes) -> Outline:
+def _definitions(language: str, source: bytes, tree: Any = None) -> Outline:
     """Every definition in `source`, uncached.
 
     A tree-sitter query finds the candidate nodes (in C: a Python walk over every node
@@ -182,7 +183,7 @@ def _definitions(language: str, source: bytes) -> Outline:
     deadline = time.monotonic() + limits.CODE_FILE_SECONDS
     found = Outline()
     try:
-        tree = parse(language, source, deadline)
+        tree = tree or parse(language, source, deadline)
     except ParseTimeout:
         found.partial = True
         return found

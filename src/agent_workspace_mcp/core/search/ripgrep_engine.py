@@ -38,6 +38,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import threading
 import time
@@ -70,7 +71,7 @@ from .results import (
     listing_base,
 )
 from .rgproc import kill_group, spawn, stop, timed_out
-from .rules import compile_glob
+from .rules import Glob, compile_glob
 from .scan import SCAN_SECONDS, Probe, Scan, remember_scan, take_verified
 
 
@@ -181,15 +182,29 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
     return result
 
 
+# `**/*.{py,js,...}`: a basename glob by extension (code navigation's SOURCE_GLOB).
+_BY_EXTENSION = re.compile(r"\*\*/\*\.\{([A-Za-z0-9+]+(?:,[A-Za-z0-9+]+)*)\}")
+
+
+def _include_args(include: str | None) -> tuple[list[str], Glob | None]:
+    """rg arguments and the Python-side filter for an include glob. A glob by extension
+    becomes an rg file type: rg then reads only those files, and unlike `--glob` a type
+    never overrides the ignore rules. Any other glob is filtered here (see grep)."""
+    match = _BY_EXTENSION.fullmatch(include or "")
+    if match is None:
+        return [], compile_glob(include)
+    return [f"--type-add=awmsrc:*.{{{match.group(1)}}}", "--type=awmsrc"], None
+
+
 def files_matching(
     rg: str, ws: Workspace, start: str, pattern: str, include: str | None, ancestor: list[str]
 ) -> list[str]:
     """Root-relative files with a line matching `pattern` (parallel, any order), under the
     same rules as grep. Names only: whoever reads one opens it through the containment
     walk, and a name rg saw mid-swap outside the root then fails there."""
-    wanted = compile_glob(include)
+    types, wanted = _include_args(include)
     with _ignore_file(ancestor, False) as ignore_file, root_cwd(ws) as cwd:
-        args = _base_args(rg, False, ignore_file, ordered=False)
+        args = _base_args(rg, False, ignore_file, ordered=False) + types
         args += ["--files-with-matches", "--null", "--text", "-e", pattern, "--", start or "."]
         proc = spawn(args, cwd)
         timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, kill_group, (proc,))
@@ -219,9 +234,9 @@ def lines_matching(
     """Root-relative files with lines matching `pattern` (parallel), each with up to
     `per_file` of those lines and whether it had more. A hint of which files to read,
     like files_matching: whoever uses a file reads it again through the walk."""
-    wanted = compile_glob(include)
+    types, wanted = _include_args(include)
     with _ignore_file(ancestor, False) as ignore_file, root_cwd(ws) as cwd:
-        args = _base_args(rg, False, ignore_file, ordered=False)
+        args = _base_args(rg, False, ignore_file, ordered=False) + types
         args += ["--null", "--no-heading", "--with-filename", "--no-line-number", "--text"]
         args += ["--max-count", str(per_file + 1), "-e", pattern, "--", start or "."]
         proc = spawn(args, cwd)

@@ -33,14 +33,14 @@ def read_json(ws: Workspace, *parts: str) -> Any:
         ) from None
 
 
-def _replace(loc: Located, data: bytes) -> None:
+def _replace(loc: Located, data: bytes, durable: bool = True) -> None:
     """Atomic replace; whatever unsafe thing sits at the name is discarded first."""
     st = loc.lstat()
     if st is not None and not stat.S_ISDIR(st.st_mode):
         problem = "a symlink" if stat.S_ISLNK(st.st_mode) else unsafe(st)
         if problem:
             discard(loc, problem)
-    atomic_write(loc, data)
+    atomic_write(loc, data, durable=durable)
 
 
 # Characters a JSON state line must not hold raw: U+2028/U+2029 are legal JSON, but
@@ -57,10 +57,12 @@ def dumps(value: Any, indent: int | None = None) -> str:
     return _UNSAFE_IN_LINES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-def write_json(ws: Workspace, value: Any, *parts: str) -> None:
-    data = (dumps(value, indent=2) + "\n").encode("utf-8")
+def write_json(ws: Workspace, value: Any, *parts: str, hint: bool = False) -> None:
+    """`hint`: a cache that is only ever a hint (the symbol index): written compactly and
+    without fsync, since a torn copy after a crash reads as damaged and costs only time."""
+    data = (dumps(value, indent=None if hint else 2) + "\n").encode("utf-8")
     with locate_state(ws, *parts, create_parents=True) as loc:
-        _replace(loc, data)
+        _replace(loc, data, durable=not hint)
 
 
 def write_text(ws: Workspace, text: str, *parts: str) -> None:

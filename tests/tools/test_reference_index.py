@@ -1,0 +1,171 @@
+"""find_references at grep's speed (issue 47): the Python lexer dismisses a file only
+when tree-sitter would find no reference in it either; the reference index answers an
+unchanged file without a parse, never past a changed signature, never outside the root,
+survives a restart, and a damaged copy on disk costs only time."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from agent_workspace_mcp import Settings
+from agent_workspace_mcp.core.code import index, lexing, outline
+from agent_workspace_mcp.core.code.navigate import Source, references_in, word_pattern
+from tests.conftest import open_client
+from tests.helpers import fails, ok
+
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "agent_workspace_mcp"
+
+TRICKY = b'''\
+"""Module doc naming Thing."""
+import thing  # Thing in a comment
+s = 'it\\'s Thing'
+t = "a # not a comment " + Thing.name
+u = f"{Thing!r} and {d['Thing']} and {{Thing}}"
+v = rb"\\d+ Thing"
+w = """multi
+Thing line
+"""
+x = f"""
+{Thing}
+"""
+'''
+
+
+def test_the_lexer_agrees_with_tree_sitter_on_tricky_source() -> None:
+    spans = lexing.python_literals(TRICKY)
+    assert spans is not None
+    pattern = word_pattern("Thing")
+    refs, _ = references_in(Source("t.py", "t.py", "python", TRICKY), "Thing")
+    code_lines = {r.line for r in refs}
+    assert code_lines == {4, 5, 11}  # `+ Thing.name`, `{Thing!r}`, `{Thing}` in the f"""
+    starts = [a for a, _ in spans]
+    import bisect
+
+    inside = []
+    for match in pattern.finditer(TRICKY):
+        k = bisect.bisect_right(starts, match.start()) - 1
+        inside.append(k >= 0 and match.end() <= spans[k][1])
+    # docstring, comment, escaped quote, code, f-field, string in a field, {{ }}, rb"",
+    # triple-quoted, a field of an f"""
+    assert inside == [True, True, True, False, False, True, True, True, True, False]
+
+
+def test_a_dismissed_file_has_no_reference_in_real_python() -> None:
+    """Every word of every comment and docstring of this package's source: where the
+    lexer dismisses the file for it, tree-sitter finds no reference either."""
+    checked = 0
+    for path in sorted(PACKAGE.rglob("*.py")):
+        data = path.read_bytes()
+        words = set(re.findall(rb"#\s*([A-Za-z_]\w{3,})", data)[:20])
+        for word in sorted(words):
+            pattern = word_pattern(word.decode())
+            if lexing.only_in_literals(data, pattern):
+                checked += 1
+                refs, _ = references_in(
+                    Source(str(path), str(path), "python", data), word.decode()
+                )
+                assert refs == [], (path, word)
+    assert checked > 200
+
+
+def test_an_unterminated_string_is_unsure() -> None:
+    assert lexing.python_literals(b"x = 'open\nThing\n") is None
+    assert not lexing.only_in_literals(b"x = 'open\nThing\n", word_pattern("Thing"))
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    counted: list[int] = []
+    from agent_workspace_mcp.core.code import languages
+
+    real = languages.parse
+
+    def counting(*args, **kwargs):
+        counted.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(languages, "parse", counting)
+    monkeypatch.setattr(outline, "OUTLINE_CACHE_FILES", 0)
+    return counted
+
+
+def project(ws: Path) -> None:
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "widget.py").write_text("class Widget:\n    pass\n")
+    (ws / "pkg" / "use.py").write_text("from .widget import Widget\n\nw = Widget()\n")
+    for n in range(20):  # mentions only in docstrings and comments
+        (ws / "pkg" / f"doc{n}.py").write_text(f'"""About Widget {n}."""\n# Widget\nx = {n}\n')
+    (ws / "web").mkdir()
+    (ws / "web" / "app.js").write_text("// Widget\nconst w = new Widget();\n")
+
+
+def restart() -> None:
+    index._ref_indexes.clear()
+
+
+async def test_unchanged_files_are_answered_without_a_parse(ws: Path, parses: list[int]) -> None:
+    project(ws)
+    async with open_client(Settings(root=str(ws))) as client:
+        first = await ok(client, "find_references", name="Widget")
+        assert "pkg/use.py" in first and "web/app.js" in first and "doc0" not in first
+        assert len(parses) == 3  # widget.py, use.py and app.js: the 20 docs are lexed only
+        parses.clear()
+        assert await ok(client, "find_references", name="Widget") == first
+        assert parses == []
+        (ws / "pkg" / "doc3.py").write_text("from .widget import Widget\nWidget()\n")
+        again = await ok(client, "find_references", name="Widget")
+        assert "pkg/doc3.py" in again and len(parses) == 1
+        (ws / "pkg" / "use.py").write_text("w = 1\n")  # no longer refers to it
+        assert "pkg/use.py" not in await ok(client, "find_references", name="Widget")
+
+
+async def test_a_restart_starts_warm_and_damage_costs_only_time(
+    ws: Path, parses: list[int]
+) -> None:
+    project(ws)
+    async with open_client(Settings(root=str(ws))) as client:
+        first = await ok(client, "find_references", name="Widget")
+    kept = ws / ".workspace-mcp" / index.REFERENCES_FILE
+    assert "pkg/use.py" in json.loads(kept.read_text())["files"]
+    restart()
+    parses.clear()
+    async with open_client(Settings(root=str(ws))) as client:
+        assert await ok(client, "find_references", name="Widget") == first
+    assert parses == []
+    for damage in ("not json", '{"version": 1, "files": {"pkg/use.py": [[1], {"Widget": 5}]}}'):
+        kept.write_text(damage)
+        restart()
+        async with open_client(Settings(root=str(ws))) as client:
+            assert await ok(client, "find_references", name="Widget") == first
+
+
+async def test_a_planted_index_shows_no_line_the_file_does_not_hold(ws: Path) -> None:
+    project(ws)
+    async with open_client(Settings(root=str(ws))) as client:
+        first = await ok(client, "find_references", name="Widget")
+    kept = ws / ".workspace-mcp" / index.REFERENCES_FILE
+    data = json.loads(kept.read_text())
+    sig, _ = data["files"]["pkg/use.py"]
+    data["files"]["pkg/use.py"] = [sig, {"Widget": [[1, "forged"], [2, None]]}]
+    kept.write_text(json.dumps(data))
+    restart()
+    async with open_client(Settings(root=str(ws))) as client:
+        answer = await ok(client, "find_references", name="Widget")
+    assert answer == first and "forged" not in answer
+
+
+async def test_what_is_kept_never_reaches_outside(ws: Path, outside: Path) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "a.py").write_text("Thing()\n")
+    (outside / "a.py").write_text("Thing()  # top secret\n")
+    async with open_client(Settings(root=str(ws))) as client:
+        assert "src/a.py" in await ok(client, "find_references", name="Thing")
+        (ws / "src" / "a.py").unlink()
+        (ws / "src").rmdir()
+        (ws / "src").symlink_to(outside)
+        answer = await fails(client, "find_references", name="Thing")
+    assert "no references" in answer and "secret" not in answer
