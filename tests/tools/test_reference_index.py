@@ -65,9 +65,7 @@ def test_a_dismissed_file_has_no_reference_in_real_python() -> None:
             pattern = word_pattern(word.decode())
             if lexing.only_in_literals(data, pattern):
                 checked += 1
-                refs, _ = references_in(
-                    Source(str(path), str(path), "python", data), word.decode()
-                )
+                refs, _ = references_in(Source(str(path), str(path), "python", data), word.decode())
                 assert refs == [], (path, word)
     assert checked > 200
 
