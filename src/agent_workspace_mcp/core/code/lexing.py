@@ -15,8 +15,8 @@ template literals) make a sequential lexer unsafe, so their files are always par
 
 from __future__ import annotations
 
-import bisect
 import re
+from collections.abc import Iterator
 
 _DQ3 = rb'"""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*"""'
 _SQ3 = rb"'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''"
@@ -52,25 +52,38 @@ _FSTOP = {
 _FIELD = re.compile(rb"[{}\[\]()\"']")
 
 
-def python_literals(data: bytes) -> list[tuple[int, int]] | None:
-    """Sorted, disjoint (start, end) byte spans of comments and literal string text;
-    None when the source cannot be lexed with certainty."""
-    spans: list[tuple[int, int]] = []
+class Unsure(Exception):
+    """The source cannot be lexed with certainty here: parse it."""
+
+
+def literal_spans(data: bytes) -> Iterator[tuple[int, int]]:
+    """(start, end) byte spans of comments and literal string text, in order, lazily
+    (a caller that has its answer stops lexing); Unsure where it cannot be certain."""
     pos = 0
     while True:
         for match in _TOKEN.finditer(data, pos):
             if match.lastgroup != "q":
-                spans.append(match.span())  # a comment or a whole plain string
+                yield match.span()  # a comment or a whole plain string
                 continue
             if b"f" not in match.group("o").lower():
-                return None  # a quote no string closes: unterminated, unsure
-            closed = _fstring(data, match.end(), match.group("q"), spans)
+                raise Unsure  # a quote no string closes: unterminated
+            found: list[tuple[int, int]] = []
+            closed = _fstring(data, match.end(), match.group("q"), found)
             if closed is None:
-                return None
+                raise Unsure
+            yield from found
             pos = closed
             break  # go on after the f-string
         else:
-            return spans
+            return
+
+
+def python_literals(data: bytes) -> list[tuple[int, int]] | None:
+    """Every span of `literal_spans`, or None when unsure."""
+    try:
+        return list(literal_spans(data))
+    except Unsure:
+        return None
 
 
 def _fstring(data: bytes, i: int, quote: bytes, spans: list[tuple[int, int]]) -> int | None:
@@ -123,13 +136,18 @@ def _field_end(data: bytes, i: int, spans: list[tuple[int, int]]) -> int | None:
 
 def only_in_literals(data: bytes, pattern: re.Pattern[bytes]) -> bool:
     """Whether every match of `pattern` in this Python source lies in a comment or the
-    literal text of a string (False when unsure: the file must be parsed)."""
-    spans = python_literals(data)
-    if spans is None:
+    literal text of a string (False when unsure: the file must be parsed). Lexes only
+    as far as it must: to the first match in code, or to the last match."""
+    spans = literal_spans(data)
+    span = (-1, -1)
+    try:
+        for match in pattern.finditer(data):
+            while span[1] < match.end():
+                span = next(spans, None) or (len(data) + 1, len(data) + 1)
+                if span[0] > match.start():
+                    return False  # the next literal starts after it: the match is code
+            if span[0] > match.start():
+                return False
+    except Unsure:
         return False
-    starts = [start for start, _ in spans]
-    for match in pattern.finditer(data):
-        k = bisect.bisect_right(starts, match.start()) - 1
-        if k < 0 or match.end() > spans[k][1]:
-            return False
     return True
