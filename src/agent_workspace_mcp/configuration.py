@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from .core import risk
 from .core.errors import ConfigError
 from .core.limits import OPERATOR_TOKEN_MIN_CHARS
 from .core.nearmiss import closest
@@ -183,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
                 for opt, _ in options().values()
                 if opt.flag is None and not opt.consts and opt.env
             )
+            + ". --confirm risky asks only about (rules of --risky-rules): "
+            + risk.summary()
             + "."
         ).replace("%", "%%"),
     )

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from .core import limits
+from .core.risk import RuleName
 
 
 @dataclass(frozen=True)
@@ -124,14 +125,21 @@ class Settings(BaseModel):
     )] = limits.JOURNAL_MAX_BYTES_DEFAULT
     confirm: Annotated[tuple[str, ...], Opt(
         "ask a person before these run: tool names or the classes exec (commands), "
-        "destructive (deletes, overwriting moves, patches that delete, forced undo) and "
-        "write (every change); comma-separated, repeatable",
+        "destructive (deletes, overwriting moves, patches that delete, forced undo), "
+        "write (every change) and risky (only what executes or escapes review later: "
+        "CI, build and dependency files, secrets, mass deletes, commands with network, "
+        "forced undo; see --risky-rules); comma-separated, repeatable",
         TOOLS, "--confirm", ("WORKSPACE_MCP_CONFIRM",), "WHAT",
     )] = ()
     confirm_path: Annotated[tuple[str, ...], Opt(
         "ask a person before any change to a path matching these globs (gitignore "
         "syntax; comma-separated, repeatable)",
         TOOLS, "--confirm-path", ("WORKSPACE_MCP_CONFIRM_PATH",), "GLOB",
+    )] = ()
+    risky_rules: Annotated[tuple[RuleName, ...], Opt(
+        "the rules --confirm risky applies (default: all; the README's table lists what "
+        "each asks about)",
+        TOOLS, "--risky-rules", ("WORKSPACE_MCP_RISKY_RULES",), "RULE,...",
     )] = ()
     confirm_via: Annotated[tuple[Literal["console", "client"], ...], Opt(
         "who may answer: the operator console, and/or the client (elicitation, "

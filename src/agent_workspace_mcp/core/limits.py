@@ -412,6 +412,9 @@ CONFIRM_USE_SECONDS = 600.0  # ours: an approval must be used within this of the
 CONFIRM_KEPT = 500  # ours: approval records kept per workspace (oldest decided go first)
 CONFIRM_SUMMARY_MAX_CHARS = 8_000  # ours: what the person is shown of one call
 CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview
+# ours (issue 48): `--confirm risky` asks about a call that deletes more entries than this
+# (a folder of generated files is routine; a source tree is not)
+RISKY_DELETE_ENTRIES = 20
 # ours (issue 46, --stage-commands): mounting or unmounting a command's copy-on-write view
 # (fuse-overlayfs answers in milliseconds; a hung FUSE daemon must not hang the call)
 STAGE_MOUNT_SECONDS = 10.0

@@ -27,7 +27,7 @@ from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from ..core import limits, proofkey
+from ..core import limits, proofkey, risk
 from ..core.callscope import (
     REVERTS,
     RUNS_PROGRAMS,
@@ -49,7 +49,7 @@ from ..core.textio import read_bytes
 from ..requestctx import current_subject, history_subject, session_and_client
 from ..services import Services
 
-CLASSES = ("exec", "destructive", "write")
+CLASSES = ("exec", "destructive", "write", "risky")
 # Tools with dryRun whose preview is what the person is shown (the diff an edit would
 # write, the paths an undo would put back).
 PREVIEWED = ("edit_file", "patch", "apply_patch", "undo", "review_undo")
@@ -64,10 +64,15 @@ class ApprovalGate(Middleware):
         self.asked = set(settings.confirm)
         self.via = set(settings.confirm_via)
         self.paths = None
-        if settings.confirm_path:
-            from pathspec import GitIgnoreSpec
+        from pathspec import GitIgnoreSpec
 
+        if settings.confirm_path:
             self.paths = GitIgnoreSpec.from_lines(settings.confirm_path)
+        # --confirm risky (issue 48): the policy's rules, each path rule as one spec.
+        self.risky = risk.chosen(settings.risky_rules) if "risky" in self.asked else ()
+        self.risky_paths = [
+            (rule, GitIgnoreSpec.from_lines(rule.paths)) for rule in self.risky if rule.paths
+        ]
         self.writes: dict[str, bool] = {}
         self.ours: dict[str, str] = {}
         # --stage-commands (issue 46): a command runs against a copy-on-write view first,
@@ -109,6 +114,11 @@ class ApprovalGate(Middleware):
         or None. `tool` is our canonical name (a panel tool decides as its twin)."""
         if tool in self.asked:
             return f"--confirm {tool}"
+        for rule in self.risky:
+            if rule.network and tool in RUNS_PROGRAMS and self.services.settings.sandbox_network:
+                return f"--confirm risky ({rule.name}: {rule.why})"
+            if rule.forced_revert and tool in REVERTS and args.get("force"):
+                return f"--confirm risky ({rule.name}: {rule.why})"
         if "exec" in self.asked and tool in RUNS_PROGRAMS:
             return "--confirm exec"
         if "destructive" in self.asked and (
@@ -126,7 +136,8 @@ class ApprovalGate(Middleware):
 
     def needs_scope(self, tool: str) -> bool:
         """Whether the decision needs the paths the call resolves to."""
-        return (self.paths is not None and self._writes(tool) and tool not in RUNS_PROGRAMS) or (
+        protected = self.paths is not None or bool(self.risky)
+        return (protected and self._writes(tool) and tool not in RUNS_PROGRAMS) or (
             "destructive" in self.asked and tool == "apply_patch"
         )
 
@@ -134,6 +145,8 @@ class ApprovalGate(Middleware):
         """Why the paths this call resolves to need a person, or None."""
         if "destructive" in self.asked and scope.deletes:
             return "--confirm destructive"
+        if self.risky and self._writes(tool) and (why := self._risky(tool, scope)):
+            return why
         if self.paths is None or not self._writes(tool):
             return None
         if not scope.complete:
@@ -146,7 +159,34 @@ class ApprovalGate(Middleware):
                 return f"--confirm-path ({path})"
         return None
 
+    def _risky(self, tool: str, scope: Touched) -> str | None:
+        """Which rule of --confirm risky asks about these paths, said for the request."""
+        removed = max(len(scope.paths), scope.entries)
+        deletes = scope.deletes and tool not in ("move_path", "rename_path")
+        for rule in self.risky:
+            over = rule.deletes_over
+            if deletes and over is not None and (removed > over or not scope.complete):
+                return f"--confirm risky ({rule.name}: {removed} entries; {rule.why})"
+        for path in scope.paths:
+            hit = self._risky_rule(path)
+            if hit is not None:
+                return f"--confirm risky ({hit.name}: {path} {hit.why})"
+        if not scope.complete and self.risky_paths:
+            return (
+                f"--confirm risky (more than {limits.TOUCHED_ENTRIES_MAX} entries below "
+                "what it changes were not all looked at)"
+            )
+        return None
+
+    def _risky_rule(self, rel: str) -> risk.Rule | None:
+        for rule, spec in self.risky_paths:
+            if spec.match_file(rel.lstrip("/")):
+                return rule
+        return None
+
     def protects(self, rel: str) -> bool:
+        if self.risky_paths and self._risky_rule(rel) is not None:
+            return True
         return self.paths is not None and self.paths.match_file(rel.lstrip("/"))
 
     def guard(self, allowed: set[str]):
@@ -267,7 +307,7 @@ class ApprovalGate(Middleware):
             scope = await self.scope(context, call_next, ours, ws, args)
             why = why or self.by_paths(ours, scope)
         allowed = set(scope.paths) if scope is not None and why is not None else set()
-        guarded = self.paths is not None and self._writes(ours)
+        guarded = (self.paths is not None or bool(self.risky_paths)) and self._writes(ours)
 
         async def proceed() -> Any:
             if ours in RUNS_PROGRAMS and why is not None:

@@ -1,0 +1,155 @@
+"""`--confirm risky` (issue 48, item 1): the policy's one table drives the gate, `--help`
+and the README; a call asks only when a rule matches what it resolves to, and the
+request names the rule."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.core import limits, risk
+from tests.helpers import call, ok
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_one_table_drives_the_readme_help_and_the_setting() -> None:
+    block = re.search(r"<!-- risky:start -->\n(.*?)\n<!-- risky:end -->", README.read_text(), re.S)
+    assert block and block.group(1) == risk.markdown_table(), (
+        "README's risky table is stale: paste core.risk.markdown_table()"
+    )
+    assert get_args(risk.RuleName) == risk.NAMES
+    shown = subprocess.run(
+        [sys.executable, "-m", "agent_workspace_mcp", "--help"], capture_output=True, text=True
+    ).stdout
+    flat = " ".join(shown.split())
+    for rule in risk.RULES:
+        assert f"{rule.name}: {rule.why}" in flat
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("x = 1\n")
+    (ws / ".github" / "workflows").mkdir(parents=True)
+    (ws / ".github" / "workflows" / "ci.yml").write_text("on: push\n")
+    (ws / "innocent.yml").symlink_to(".github/workflows/ci.yml")
+    for name, count in (("gen", 25), ("few", 5)):
+        (ws / name).mkdir()
+        for n in range(count):
+            (ws / name / f"{n}.txt").write_text("x\n")
+    return ws
+
+
+def server(root: Path, **extra):
+    values = {
+        "root": str(root),
+        "audit": False,
+        "confirm": ("risky",),
+        "confirm_via": ("console",),
+        "confirm_wait": 0.2,
+    } | extra
+    return create_server(Settings(**values))
+
+
+def asked(answer: str) -> str | None:
+    """The rule named in a pending answer, or None when the call ran."""
+    if not answer.startswith("Not run yet"):
+        return None
+    found = re.search(r"--confirm risky \(([\w-]+)", answer)
+    assert found, answer
+    return found.group(1)
+
+
+@pytest.fixture(autouse=True)
+def short_polls(monkeypatch) -> None:
+    monkeypatch.setattr(limits, "CONFIRM_POLL_SECONDS", 0.05)
+
+
+async def test_everything_else_runs_and_each_rule_asks(root: Path) -> None:
+    async with Client(server(root)) as client:
+        assert asked(await ok(client, "write_file", path="src/app.py", content="x = 2\n")) is None
+        assert (
+            asked(await ok(client, "edit_file", path="src/app.py", oldString="2", newString="3"))
+            is None
+        )
+        assert asked(await ok(client, "delete_path", path="few", recursive=True)) is None
+        assert (root / "src" / "app.py").read_text() == "x = 3\n" and not (root / "few").exists()
+        cases = {
+            "ci": ("write_file", {"path": ".github/workflows/ci.yml", "content": "on: pr\n"}),
+            "build": ("write_file", {"path": "sub/Makefile", "content": "all:\n"}),
+            "dependencies": ("write_file", {"path": "requirements.txt", "content": "evil\n"}),
+            "secrets": ("write_file", {"path": ".env.local", "content": "K=v\n"}),
+            "mass-delete": ("delete_path", {"path": "gen", "recursive": True}),
+            "forced-undo": ("undo", {"force": True}),
+        }
+        for rule, (tool, args) in cases.items():
+            answer = await ok(client, tool, **args)
+            assert asked(answer) == rule, (rule, answer)
+    assert (root / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
+    assert not (root / "requirements.txt").exists() and (root / "gen" / "0.txt").exists()
+
+
+async def test_the_rule_is_decided_on_the_real_path(root: Path) -> None:
+    async with Client(server(root)) as client:
+        through_link = await ok(client, "write_file", path="innocent.yml", content="on: pr\n")
+        dotted = await ok(
+            client, "write_file", path="src/../.github/workflows/ci.yml", content="on: pr\n"
+        )
+        patched = await ok(
+            client,
+            "apply_patch",
+            patch="--- a/innocent.yml\n+++ b/innocent.yml\n@@ -1 +1 @@\n-on: push\n+on: pr\n",
+        )
+    assert asked(through_link) == asked(dotted) == asked(patched) == "ci"
+    assert ".github/workflows/ci.yml" in through_link
+    assert (root / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
+
+
+async def test_commands_ask_only_with_network(root: Path) -> None:
+    settings = {"shell_mode": "any", "sandbox": "none"}
+    async with Client(server(root, **settings)) as client:
+        assert asked(await ok(client, "run_command", command=["true"])) is None
+    async with Client(server(root, **settings, sandbox_network=True)) as client:
+        assert asked(await ok(client, "run_command", command=["true"])) == "network"
+
+
+async def test_risky_rules_keeps_only_the_rules_named(root: Path) -> None:
+    async with Client(server(root, risky_rules=("ci",))) as client:
+        assert asked(await ok(client, "write_file", path="requirements.txt", content="x\n")) is None
+        assert asked(await ok(client, "write_file", path="innocent.yml", content="x\n")) == "ci"
+
+
+def test_an_unknown_rule_names_the_choices() -> None:
+    from agent_workspace_mcp.configuration import settings_from_sources
+    from agent_workspace_mcp.core.errors import ConfigError
+
+    with pytest.raises(ConfigError) as error:
+        settings_from_sources(["--risky-rules", "cii"], environ={}, dotenv_path="")
+    assert "cii" in str(error.value) and "dependencies" in str(error.value)
+
+
+async def test_a_risky_write_is_refused_when_denied(root: Path) -> None:
+    from agent_workspace_mcp.console.state import ConsoleState
+    from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+
+    state = ConsoleState(
+        WorkspaceRegistry.confined(str(root), ()),
+        journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+    )
+    async with Client(server(root)) as client:
+        first = await ok(client, "write_file", path=".env", content="K=v\n")
+        record = next(r for r in state.approvals() if r["status"] == "pending")
+        assert "secrets" in first and record["tool"] == "write_file"
+        state.decide(None, record["id"], approve=False)
+        denied = await call(client, "write_file", path=".env", content="K=v\n")
+    assert denied.is_error and "denied" in denied.text and not (root / ".env").exists()
