@@ -76,6 +76,7 @@ RULES: tuple[Rule, ...] = (
         "chooses what code is downloaded and run",
         paths=(
             "requirements*.txt",
+            "**/requirements/*.txt",
             "constraints*.txt",
             "Pipfile",
             "Pipfile.lock",
