@@ -414,6 +414,10 @@ def preflight(settings: Settings) -> WorkspaceRegistry:
         raise ConfigError(
             "--confirm needs someone to answer: --confirm-via console, client or both"
         )
+    if settings.confirm_hook and not (settings.confirm or settings.confirm_path):
+        raise ConfigError(
+            "--confirm-hook reviews the calls --confirm or --confirm-path asks about; add one"
+        )
     if settings.http:
         _check_http(settings)
     elif settings.workers > 1:

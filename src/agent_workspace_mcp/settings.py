@@ -141,6 +141,12 @@ class Settings(BaseModel):
         "each asks about)",
         TOOLS, "--risky-rules", ("WORKSPACE_MCP_RISKY_RULES",), "RULE,...",
     )] = ()
+    confirm_hook: Annotated[str | None, Opt(
+        "a reviewer program asked before a person: gets the request as JSON on stdin and "
+        "answers approve, deny or ask on stdout within 10 s; any failure denies "
+        "(README: Approvals)",
+        TOOLS, "--confirm-hook", ("WORKSPACE_MCP_CONFIRM_HOOK",), "CMD",
+    )] = None
     confirm_via: Annotated[tuple[Literal["console", "client"], ...], Opt(
         "who may answer: the operator console, and/or the client (elicitation, "
         "input_required; a client may answer on its own)",

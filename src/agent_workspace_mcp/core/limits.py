@@ -415,6 +415,11 @@ CONFIRM_LIST_MAX = 50  # ours: files named in a delete's preview
 # ours (issue 48): `--confirm risky` asks about a call that deletes more entries than this
 # (a folder of generated files is routine; a source tree is not)
 RISKY_DELETE_ENTRIES = 20
+# ours (issue 48, --confirm-hook): a reviewer program answers within this, or it denies
+# (a person's wait is CONFIRM_WAIT_SECONDS; the program's must leave room for one)
+CONFIRM_HOOK_SECONDS = 10.0
+CONFIRM_HOOK_OUTPUT_BYTES = 4_096  # ours: what is read of its answer
+CONFIRM_HOOK_STDERR_CHARS = 300  # ours: its stderr tail kept with a denial
 # ours (issue 46, --stage-commands): mounting or unmounting a command's copy-on-write view
 # (fuse-overlayfs answers in milliseconds; a hung FUSE daemon must not hang the call)
 STAGE_MOUNT_SECONDS = 10.0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import stat
 import warnings
 from typing import Any
@@ -27,7 +28,7 @@ from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from ..core import limits, proofkey, risk
+from ..core import limits, proofkey, reviewer, risk
 from ..core.callscope import (
     REVERTS,
     RUNS_PROGRAMS,
@@ -82,6 +83,14 @@ class ApprovalGate(Middleware):
         # reach (core.proofkey), else the server does not start with approvals on.
         if not settings.unconfined:
             proofkey.check_outside(services.registry.roots())
+        # --confirm-hook (issue 48): a reviewer program out of the agent's reach.
+        self.hook: list[str] | None = None
+        if settings.confirm_hook:
+            from ..core.exec.commands import safe_path_dirs
+
+            roots = services.registry.roots()
+            dirs = safe_path_dirs(os.environ.get("PATH", ""), roots)
+            self.hook = reviewer.resolve(settings.confirm_hook, roots, dirs)
         try:
             self.approvals.key  # noqa: B018  (made or checked now: a start-up error)
         except WorkspaceError as exc:
@@ -391,6 +400,14 @@ class ApprovalGate(Middleware):
                     return await run(used)
             return None
 
+        if self.hook is not None and ASK not in (getattr(ctx, "input_responses", None) or {}):
+            record = await ask()
+            if record["status"] == PENDING:
+                record = await self._review(ws, record, tool, args, why, call_digest)
+            if (done := await run_if_approved(record)) is not None:
+                return done
+            if record["status"] == DENIED:
+                raise _refused(record, why)
         if "client" in self.via and _can_elicit(ctx):
             asked = await self._ask_client(ctx, ws, tool, call_digest, subject, client)
             if isinstance(asked, mcp_types.InputRequiredResult):
@@ -445,6 +462,45 @@ class ApprovalGate(Middleware):
                 f"says when); with no answer in {left} s it is refused."
             )
         )
+
+    async def _review(
+        self, ws, record: dict[str, Any], tool: str, args: dict[str, Any], why: str, digest_: str
+    ) -> dict[str, Any]:
+        """The reviewer program's answer settled on the request: approved or denied by it,
+        or left pending for a person (`ask`). Any failure of the program is a denial."""
+        assert self.hook is not None
+        request = {
+            "id": record["id"],
+            "tool": tool,
+            "arguments": {k: v for k, v in args.items()},
+            "shown": record.get("summary", ""),
+            "rule": why,
+            "workspace": ws.name,
+            "subject": record.get("subject"),
+        }
+        verdict = await anyio.to_thread.run_sync(reviewer.review, self.hook, request)
+        name = os.path.basename(self.hook[0])
+        if verdict.decision == "ask":
+            activity.approved(f"{record['id']} passed to a person by the reviewer {name}")
+            return record
+        by = f"the reviewer program {name}" + (f" ({verdict.note})" if verdict.note else "")
+        try:
+            settled = await anyio.to_thread.run_sync(
+                lambda: self.approvals.decide(
+                    ws,
+                    record["id"],
+                    approve=verdict.decision == "approve",
+                    by=by,
+                    via="hook",
+                    call_digest=digest_,
+                )
+            )
+        except (ApprovalRefused, WorkspaceError):  # decided meanwhile (a person was quicker)
+            settled = await anyio.to_thread.run_sync(
+                lambda: self.approvals.get(ws, record["id"], operator=True)
+            )
+        activity.approved(f"{record['id']} {settled['status']} by {by} via hook")
+        return settled
 
     # --- staged commands (--stage-commands) ------------------------------------------------
 

@@ -215,7 +215,7 @@ class Approvals:
         for record in records.values():
             if record.get("digest") != call_digest or record.get("subject") != subject:
                 continue
-            if record.get("status") == PENDING:
+            if record.get("status") in (PENDING, APPROVED):  # approved: decided meanwhile
                 return dict(record)
             # A denial stands for as long as a request would have waited.
             recent = now - _number(record.get("decided")) < self.timeout
@@ -226,7 +226,8 @@ class Approvals:
     def asked(
         self, ws: Workspace, *, subject: str | None, call_digest: str
     ) -> dict[str, Any] | None:
-        """The request already waiting for this call (or a recent denial of it), if any."""
+        """The request already made for this call (waiting, approved and not yet used, or
+        recently denied), if any."""
         return self._asked(self._read(ws), subject, call_digest, self.clock())
 
     def take(
