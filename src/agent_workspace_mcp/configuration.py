@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from .core import risk
+from .core import announce, risk
 from .core.errors import ConfigError
 from .core.limits import OPERATOR_TOKEN_MIN_CHARS
 from .core.nearmiss import closest
@@ -414,6 +414,8 @@ def preflight(settings: Settings) -> WorkspaceRegistry:
         raise ConfigError(
             "--confirm needs someone to answer: --confirm-via console, client or both"
         )
+    if settings.confirm_notify:
+        announce.check(settings.confirm_notify)
     if settings.confirm_hook and not (settings.confirm or settings.confirm_path):
         raise ConfigError(
             "--confirm-hook reviews the calls --confirm or --confirm-path asks about; add one"

@@ -147,6 +147,11 @@ class Settings(BaseModel):
         "(README: Approvals)",
         TOOLS, "--confirm-hook", ("WORKSPACE_MCP_CONFIRM_HOOK",), "CMD",
     )] = None
+    confirm_notify: Annotated[str | None, Opt(
+        "POST each pending approval to this webhook as a small JSON (id, tool, workspace, "
+        "rule, who asked, the console link; never contents or tokens): ntfy, Slack, Teams",
+        TOOLS, "--confirm-notify", ("WORKSPACE_MCP_CONFIRM_NOTIFY",), "URL",
+    )] = None
     confirm_via: Annotated[tuple[Literal["console", "client"], ...], Opt(
         "who may answer: the operator console, and/or the client (elicitation, "
         "input_required; a client may answer on its own)",

@@ -420,6 +420,9 @@ RISKY_DELETE_ENTRIES = 20
 CONFIRM_HOOK_SECONDS = 10.0
 CONFIRM_HOOK_OUTPUT_BYTES = 4_096  # ours: what is read of its answer
 CONFIRM_HOOK_STDERR_CHARS = 300  # ours: its stderr tail kept with a denial
+# ours (issue 48, --confirm-notify): the webhook's answer is waited for at most this, out
+# of the call's CONFIRM_WAIT_SECONDS for a person
+CONFIRM_NOTIFY_SECONDS = 3.0
 # ours (issue 46, --stage-commands): mounting or unmounting a command's copy-on-write view
 # (fuse-overlayfs answers in milliseconds; a hung FUSE daemon must not hang the call)
 STAGE_MOUNT_SECONDS = 10.0

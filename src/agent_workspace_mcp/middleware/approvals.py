@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import stat
 import warnings
@@ -28,7 +29,7 @@ from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from ..core import limits, proofkey, reviewer, risk
+from ..core import announce, limits, proofkey, reviewer, risk
 from ..core.callscope import (
     REVERTS,
     RUNS_PROGRAMS,
@@ -55,6 +56,7 @@ CLASSES = ("exec", "destructive", "write", "risky")
 # write, the paths an undo would put back).
 PREVIEWED = ("edit_file", "patch", "apply_patch", "undo", "review_undo")
 ASK = "approval"  # the key of our input request
+log = logging.getLogger("agent_workspace_mcp")
 
 
 class ApprovalGate(Middleware):
@@ -83,6 +85,7 @@ class ApprovalGate(Middleware):
         # reach (core.proofkey), else the server does not start with approvals on.
         if not settings.unconfined:
             proofkey.check_outside(services.registry.roots())
+        self.announced: set[str] = set()  # ids announced to --confirm-notify (once each)
         # --confirm-hook (issue 48): a reviewer program out of the agent's reach.
         self.hook: list[str] | None = None
         if settings.confirm_hook:
@@ -367,9 +370,9 @@ class ApprovalGate(Middleware):
                     return ran  # it changed nothing, or never ran: its own answer
                 staged_ref = ran
 
-        async def ask() -> dict[str, Any]:
+        async def ask(announce_it: bool = True) -> dict[str, Any]:
             """The pending request for this call, showing what will run (refused if a
-            person denied this very call lately)."""
+            person denied this very call lately), announced to the person's webhook."""
             if asked is not None:
                 record = asked
             else:
@@ -391,6 +394,8 @@ class ApprovalGate(Middleware):
                 )
             if record["status"] == DENIED:
                 raise _refused(record, why)
+            if announce_it:
+                await self._announce(ws, record, why)
             return record
 
         async def run_if_approved(record: dict[str, Any]) -> Any:
@@ -401,9 +406,11 @@ class ApprovalGate(Middleware):
             return None
 
         if self.hook is not None and ASK not in (getattr(ctx, "input_responses", None) or {}):
-            record = await ask()
+            record = await ask(announce_it=False)
             if record["status"] == PENDING:
                 record = await self._review(ws, record, tool, args, why, call_digest)
+            if record["status"] == PENDING:  # the reviewer passed it to a person
+                await self._announce(ws, record, why)
             if (done := await run_if_approved(record)) is not None:
                 return done
             if record["status"] == DENIED:
@@ -462,6 +469,23 @@ class ApprovalGate(Middleware):
                 f"says when); with no answer in {left} s it is refused."
             )
         )
+
+    async def _announce(self, ws, record: dict[str, Any], why: str) -> None:
+        """Tell the person a request waits (--confirm-notify), once per request; a failure
+        is journaled and logged and decides nothing."""
+        url = self.services.settings.confirm_notify
+        if url is None or record["status"] != PENDING or record["id"] in self.announced:
+            return
+        self.announced.add(record["id"])
+        settings = self.services.settings
+        console = f"http://{settings.host}:{settings.port}/console" if settings.http else None
+        body = announce.message(record, why, ws.name, console)
+        failed = await anyio.to_thread.run_sync(announce.post, url, body)
+        if failed:
+            log.warning("approval %s was not announced: %s", record["id"], failed)
+            activity.approved(f"{record['id']} not announced: {failed}")
+        else:
+            activity.approved(f"{record['id']} announced to the webhook")
 
     async def _review(
         self, ws, record: dict[str, Any], tool: str, args: dict[str, Any], why: str, digest_: str

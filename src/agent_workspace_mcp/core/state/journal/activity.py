@@ -46,9 +46,10 @@ def record(paths: Iterable[str] = (), detail: str | None = None, result: str | N
 
 
 def approved(text: str) -> None:
-    """Say who decided this call and how (the journal keeps it beside the tool's detail)."""
+    """Say who decided this call and how (the journal keeps it beside the tool's detail);
+    each step of the decision is kept, in order (asked, announced, decided)."""
     for activity in _current.get():
-        activity.approval = text
+        activity.approval = f"{activity.approval}; {text}" if activity.approval else text
 
 
 @contextmanager
