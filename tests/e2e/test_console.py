@@ -368,3 +368,47 @@ def test_hidden_characters_are_visible_and_a_bad_line_blanks_nothing(
             browser.close()
     finally:
         console.stop()
+
+
+def test_a_grant_is_honoured_then_revoked_from_the_page(project: Path, tmp_path: Path) -> None:
+    """Issue 48, item 2: "approve + 30 min" lets the same kind of call through without a
+    question; the grant is listed, and revoking it on the page brings the question back."""
+    job_dir = tmp_path / "jobs"
+    job_dir.mkdir(mode=0o700)
+    console = RunningConsole(project, job_dir)
+    confirm = {"confirm": ("write",), "confirm_via": ("console",), "confirm_wait": 5.0}
+    write = ("write_file", {"path": "notes.md", "content": "by the agent\n"})
+    try:
+        with sync_playwright() as p, concurrent.futures.ThreadPoolExecutor(1) as pool:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(console.login)
+            page.wait_for_selector("#live:text('live')", timeout=10_000)
+            waiting = pool.submit(agent, project, job_dir, write, **confirm)
+            asked = page.locator("#approvals li.approval", has_text="write_file")
+            asked.wait_for(timeout=5_000)
+            asked.locator("button[data-action=approve-30-min]").click()
+            assert waiting.result(timeout=30)[0].startswith("Updated notes.md")
+            granted = page.locator("#grants li.grant", has_text="write_file")
+            granted.wait_for(timeout=5_000)
+            assert (
+                "any session" in granted.inner_text() and "--confirm write" in granted.inner_text()
+            )
+            # The same kind again: no question.
+            again = agent(project, job_dir, write, **confirm)
+            assert again[0].startswith("Updated notes.md") or "content unchanged" in again[0]
+            granted.locator("button[data-action=revoke]").click()
+            page.locator("#grants", has_text="revoked").wait_for(timeout=5_000)
+            # Revoked: the question is back.
+            after = agent(
+                project,
+                job_dir,
+                ("write_file", {"path": "notes.md", "content": "x\n"}),
+                **{**confirm, "confirm_wait": 0.5},
+            )
+            assert after[0].startswith("Not run yet"), after
+            browser.close()
+        journal = (project / ".workspace-mcp" / "journal.jsonl").read_text()
+        assert '"tool":"grant"' in journal and '"tool":"revoke"' in journal
+    finally:
+        console.stop()

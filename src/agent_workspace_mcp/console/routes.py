@@ -168,6 +168,7 @@ def routes(state: ConsoleState, keys: Secrets, base_path: str = "") -> list[Rout
             "jobs": state.jobs,
             "sessions": state.live_sessions,
             "approvals": state.approvals,
+            "grants": state.grants,
             "workspaces": lambda: [ws.name for ws in state.views()],
         }.get(what)
         if source is None:
@@ -223,8 +224,25 @@ def routes(state: ConsoleState, keys: Secrets, base_path: str = "") -> list[Rout
         if not isinstance(approval_id, str) or not isinstance(approve, bool):
             return _error("give the approval's id and approve: true or false")
         workspace = args.get("workspace") if isinstance(args.get("workspace"), str) else None
+        grant = args.get("grant")
+        if grant is not None and not isinstance(grant, dict):
+            return _error("a grant is an object: kind, and minutes or under")
         try:
-            answer = await off_loop(state.decide, workspace, approval_id, approve=approve)
+            answer = await off_loop(
+                lambda: state.decide(workspace, approval_id, approve=approve, grant=grant)
+            )
+        except WorkspaceError as exc:
+            return _error(str(exc), 409)
+        return _json({"answer": answer})
+
+    async def revoke(request: Request) -> Response:
+        args = await body(request)
+        grant_id = args.get("id")
+        if not isinstance(grant_id, str):
+            return _error("give the grant's id")
+        workspace = args.get("workspace") if isinstance(args.get("workspace"), str) else None
+        try:
+            answer = await off_loop(state.revoke, workspace, grant_id)
         except WorkspaceError as exc:
             return _error(str(exc), 409)
         return _json({"answer": answer})
@@ -281,6 +299,7 @@ def routes(state: ConsoleState, keys: Secrets, base_path: str = "") -> list[Rout
         Route("/api/restore", restore, methods=["POST"]),
         Route("/api/jobs/kill", kill, methods=["POST"]),
         Route("/api/approvals/decide", decide, methods=["POST"]),
+        Route("/api/grants/revoke", revoke, methods=["POST"]),
         Route("/api/jobs/log", job_log),
         Route("/events", events),
     ]

@@ -21,13 +21,14 @@ from ..core.checkpoints import undoing
 from ..core.checkpoints.diffs import FileDiff, entry_diffs
 from ..core.checkpoints.store import Store
 from ..core.containment import resolve_subpath
-from ..core.errors import UnknownWorkspaceError, WorkspaceError
+from ..core.errors import InvalidArgumentError, UnknownWorkspaceError, WorkspaceError
 from ..core.exec import repoguard
 from ..core.exec.jobrecords import JobRecords
 from ..core.exec.jobs import default_job_dir, log_tail
 from ..core.state.approvals import Approvals
 from ..core.state.changes import Changes
 from ..core.state.files import has_state_dir
+from ..core.state.grants import Grants
 from ..core.state.journal import activity
 from ..core.state.journal.calls import journaled
 from ..core.state.journal.entries import Memory
@@ -56,6 +57,7 @@ class ConsoleState:
         self.live_sessions = live_sessions or (lambda: [])
         self.job_dir = job_dir or default_job_dir()
         self.approval_store = Approvals(limits.CONFIRM_TIMEOUT_DEFAULT)
+        self.grant_store = Grants()
         self._views: tuple[float, list[Workspace]] | None = None
 
     def workspace(self, name: str | None) -> Workspace:
@@ -257,9 +259,28 @@ class ConsoleState:
             found, key=lambda r: (r.get("status") != "pending", -float(r.get("created", 0)))
         )
 
-    def decide(self, name: str | None, approval_id: str, *, approve: bool) -> str:
-        """The operator's decision, journaled as theirs (who, how, when, the digest)."""
+    def decide(
+        self,
+        name: str | None,
+        approval_id: str,
+        *,
+        approve: bool,
+        grant: dict[str, Any] | None = None,
+    ) -> str:
+        """The operator's decision, journaled as theirs (who, how, when, the digest); with
+        `grant` ({"kind": session|minutes|paths, "minutes": N, "under": folder}) the same
+        kind of call is approved from now on within its bounds (core.state.grants)."""
         ws = self.workspace(name)
+        if grant is not None and not approve:
+            raise InvalidArgumentError("only an approval can be granted again")
+        if grant is not None:  # refused before anything is decided
+            asked = self.approval_store.get(ws, approval_id, operator=True)
+            self.grant_store.check(
+                asked,
+                kind=str(grant.get("kind")),
+                minutes=_minutes(grant.get("minutes")),
+                under=grant.get("under") if isinstance(grant.get("under"), str) else None,
+            )
         verb = "approve" if approve else "deny"
         with journaled(
             ws, verb, store=self.store(ws), memory=self.memory, subject=OPERATOR, checkpoints=False
@@ -273,7 +294,54 @@ class ConsoleState:
                 f"(digest {str(record.get('digest'))[:12]})",
                 result=record["status"],
             )
-        return f"{record['id']} ({record.get('tool')}): {record['status']}"
+        said = f"{record['id']} ({record.get('tool')}): {record['status']}"
+        if grant is None:
+            return said
+        with journaled(
+            ws,
+            "grant",
+            store=self.store(ws),
+            memory=self.memory,
+            subject=OPERATOR,
+            checkpoints=False,
+        ):
+            made = self.grant_store.make(
+                ws,
+                record,
+                kind=str(grant.get("kind")),
+                minutes=_minutes(grant.get("minutes")),
+                under=grant.get("under") if isinstance(grant.get("under"), str) else None,
+                by=OPERATOR,
+            )
+            scope = made["under"] + "/" if made["kind"] == "paths" else made["kind"]
+            activity.record(
+                detail=f"{made['id']} {made['tool']} for {made.get('subject') or 'the agent'} "
+                f"({scope}; {made['rule']}) from {record['id']}",
+                result=f"until {_clock(made['expires'])}",
+            )
+        return f"{said}; granted as {made['id']} until {_clock(made['expires'])}"
+
+    def grants(self) -> list[dict[str, Any]]:
+        """Every workspace's live grants, newest first."""
+        found = []
+        for ws in self.registry:
+            if has_state_dir(ws):
+                found += [{**g, "workspace": ws.name} for g in self.grant_store.live(ws)]
+        return sorted(found, key=lambda g: -float(g.get("created", 0)))
+
+    def revoke(self, name: str | None, grant_id: str) -> str:
+        ws = self.workspace(name)
+        with journaled(
+            ws,
+            "revoke",
+            store=self.store(ws),
+            memory=self.memory,
+            subject=OPERATOR,
+            checkpoints=False,
+        ):
+            gone = self.grant_store.revoke(ws, grant_id)
+            activity.record(detail=f"{gone['id']} {gone.get('tool')}", result="revoked")
+        return f"{gone['id']} ({gone.get('tool')}): revoked"
 
     # --- notes, changes, jobs ------------------------------------------------------
 
@@ -413,3 +481,15 @@ def _keep(filters: dict[str, str | None]) -> Callable[[dict[str, Any]], bool]:
 
 def as_dicts(diffs: list[FileDiff]) -> list[dict[str, Any]]:
     return [asdict(d) for d in diffs]
+
+
+def _minutes(value: object) -> float:
+    if value is None:
+        return float(limits.GRANT_MINUTES_DEFAULT)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise InvalidArgumentError("a grant's minutes are a number")
+
+
+def _clock(when: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(when))

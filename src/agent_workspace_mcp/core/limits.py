@@ -423,6 +423,10 @@ CONFIRM_HOOK_STDERR_CHARS = 300  # ours: its stderr tail kept with a denial
 # ours (issue 48, --confirm-notify): the webhook's answer is waited for at most this, out
 # of the call's CONFIRM_WAIT_SECONDS for a person
 CONFIRM_NOTIFY_SECONDS = 3.0
+# ours (issue 48, grants): the longest a person's "and the same kind" lasts, and the
+# console's default (a working session; a grant must not outlive the person's attention)
+GRANT_MAX_SECONDS = 8 * 3600
+GRANT_MINUTES_DEFAULT = 30
 # ours (issue 46, --stage-commands): mounting or unmounting a command's copy-on-write view
 # (fuse-overlayfs answers in milliseconds; a hung FUSE daemon must not hang the call)
 STAGE_MOUNT_SECONDS = 10.0

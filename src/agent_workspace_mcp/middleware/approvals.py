@@ -46,6 +46,7 @@ from ..core.errors import ConfigError, WorkspaceError
 from ..core.exec import staging
 from ..core.nearmiss import closest
 from ..core.state.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
+from ..core.state.grants import Grants
 from ..core.state.journal import activity
 from ..core.textio import read_bytes
 from ..requestctx import current_subject, history_subject, session_and_client
@@ -64,6 +65,7 @@ class ApprovalGate(Middleware):
         self.services = services
         settings = services.settings
         self.approvals = Approvals(settings.confirm_timeout)
+        self.grants = Grants()
         self.asked = set(settings.confirm)
         self.via = set(settings.confirm_via)
         self.paths = None
@@ -318,6 +320,9 @@ class ApprovalGate(Middleware):
         if self.needs_scope(ours):
             scope = await self.scope(context, call_next, ours, ws, args)
             why = why or self.by_paths(ours, scope)
+        elif why is not None and self._writes(ours) and ours not in RUNS_PROGRAMS:
+            # The request records what the call resolves to: a grant is bound to it.
+            scope = await self.scope(context, call_next, ours, ws, args)
         allowed = set(scope.paths) if scope is not None and why is not None else set()
         guarded = (self.paths is not None or bool(self.risky_paths)) and self._writes(ours)
 
@@ -360,6 +365,23 @@ class ApprovalGate(Middleware):
             return await run(used)
         ctx = context.fastmcp_context
         session, client = session_and_client(ctx)
+        if not staged:  # a staged command's grant would land changes no one saw
+            granted = await off(
+                self.grants.covering,
+                ws,
+                subject=subject,
+                session=session,
+                tool=tool,
+                why=why,
+                paths=scope.paths if scope is not None else None,
+                call_digest=call_digest,
+            )
+            if granted is not None:
+                activity.approved(
+                    f"granted by {granted['granted_by']} ({granted['id']}, {granted['kind']}, "
+                    f"from {granted['from']})"
+                )
+                return await proceed()
         staged_ref: tuple[str, str] | None = None  # (the change set's digest, what is shown)
         asked = None
         if staged:
@@ -391,6 +413,8 @@ class ApprovalGate(Middleware):
                     session=session,
                     client=client,
                     staged=None if staged_ref is None else staged_ref[0],
+                    paths=scope.paths if scope is not None else None,
+                    rule=why,
                 )
             if record["status"] == DENIED:
                 raise _refused(record, why)

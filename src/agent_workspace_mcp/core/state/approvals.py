@@ -49,6 +49,8 @@ REQUEST_FIELDS = (
     "created",
     "expires",
     "staged",
+    "paths",
+    "rule",
 )
 DECISION_FIELDS = (
     "id",
@@ -179,6 +181,8 @@ class Approvals:
         session: str | None,
         client: str | None,
         staged: str | None = None,
+        paths: list[str] | None = None,
+        rule: str | None = None,
     ) -> dict[str, Any]:
         """A pending request for this call: the one already waiting for the same call by
         the same subject, else a new one. `staged`: the digest of a staged command's
@@ -200,6 +204,8 @@ class Approvals:
                 "created": now,
                 "expires": now + self.timeout,
                 "staged": staged,
+                "paths": paths,  # what it resolved to, for a grant (core.state.grants)
+                "rule": rule,  # what asked
                 "status": PENDING,
             }
             record["request_proof"] = seal(self.key, *(record[n] for n in REQUEST_FIELDS))
