@@ -224,12 +224,16 @@ def routes(state: ConsoleState, keys: Secrets, base_path: str = "") -> list[Rout
         if not isinstance(approval_id, str) or not isinstance(approve, bool):
             return _error("give the approval's id and approve: true or false")
         workspace = args.get("workspace") if isinstance(args.get("workspace"), str) else None
-        grant = args.get("grant")
+        grant, edit, note = args.get("grant"), args.get("edit"), args.get("note")
         if grant is not None and not isinstance(grant, dict):
             return _error("a grant is an object: kind, and minutes or under")
+        if (edit is not None and not isinstance(edit, dict)) or not isinstance(note, str | None):
+            return _error("an edit is an object of the changed arguments, a note is text")
         try:
             answer = await off_loop(
-                lambda: state.decide(workspace, approval_id, approve=approve, grant=grant)
+                lambda: state.decide(
+                    workspace, approval_id, approve=approve, grant=grant, edit=edit, note=note
+                )
             )
         except WorkspaceError as exc:
             return _error(str(exc), 409)

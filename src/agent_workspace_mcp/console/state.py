@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
-from ..core import limits
+from ..core import edits, limits
 from ..core.checkpoints import undoing
 from ..core.checkpoints.diffs import FileDiff, entry_diffs
 from ..core.checkpoints.store import Store
@@ -266,6 +266,8 @@ class ConsoleState:
         *,
         approve: bool,
         grant: dict[str, Any] | None = None,
+        edit: dict[str, Any] | None = None,
+        note: str | None = None,
     ) -> str:
         """The operator's decision, journaled as theirs (who, how, when, the digest); with
         `grant` ({"kind": session|minutes|paths, "minutes": N, "under": folder}) the same
@@ -273,6 +275,19 @@ class ConsoleState:
         ws = self.workspace(name)
         if grant is not None and not approve:
             raise InvalidArgumentError("only an approval can be granted again")
+        if edit is not None:  # the person's version: checked before anything is decided
+            if not approve or grant is not None:
+                raise InvalidArgumentError("an edited call is approved once, without a grant")
+            asked = self.approval_store.get(ws, approval_id, operator=True)
+            try:
+                proposed = json.loads(str(asked.get("arguments")))
+            except ValueError:
+                proposed = None
+            if not isinstance(proposed, dict) or not isinstance(proposed.get("arguments"), dict):
+                raise InvalidArgumentError(
+                    f"{approval_id} cannot be edited here (not a write, or too large)"
+                )
+            edits.merged(str(proposed.get("tool")), proposed["arguments"], edit)
         if grant is not None:  # refused before anything is decided
             asked = self.approval_store.get(ws, approval_id, operator=True)
             self.grant_store.check(
@@ -286,7 +301,13 @@ class ConsoleState:
             ws, verb, store=self.store(ws), memory=self.memory, subject=OPERATOR, checkpoints=False
         ):
             record = self.approval_store.decide(
-                ws, approval_id, approve=approve, by=OPERATOR, via="console"
+                ws,
+                approval_id,
+                approve=approve,
+                by=OPERATOR,
+                via="console (edited)" if edit is not None else "console",
+                edit=edit,
+                note=note,
             )
             activity.record(
                 detail=f"{record['id']} {record.get('tool')} asked by "

@@ -427,6 +427,9 @@ CONFIRM_NOTIFY_SECONDS = 3.0
 # console's default (a working session; a grant must not outlive the person's attention)
 GRANT_MAX_SECONDS = 8 * 3600
 GRANT_MINUTES_DEFAULT = 30
+# ours (issue 48, edit-then-approve): a write's arguments kept with its request for the
+# person to edit; larger ones are approved or denied as they are
+CONFIRM_EDIT_MAX_BYTES = 256 * 1024
 # ours (issue 46, --stage-commands): mounting or unmounting a command's copy-on-write view
 # (fuse-overlayfs answers in milliseconds; a hung FUSE daemon must not hang the call)
 STAGE_MOUNT_SECONDS = 10.0

@@ -29,7 +29,7 @@ from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from ..core import announce, limits, proofkey, reviewer, risk
+from ..core import announce, edits, limits, proofkey, reviewer, risk
 from ..core.callscope import (
     REVERTS,
     RUNS_PROGRAMS,
@@ -326,13 +326,18 @@ class ApprovalGate(Middleware):
         allowed = set(scope.paths) if scope is not None and why is not None else set()
         guarded = (self.paths is not None or bool(self.risky_paths)) and self._writes(ours)
 
-        async def proceed() -> Any:
+        async def proceed(edited: dict[str, Any] | None = None) -> Any:
+            """Run the call (with the person's version of its arguments, if they edited)."""
             if ours in RUNS_PROGRAMS and why is not None:
                 activity.clear_exec()
+            ctx = context
+            if edited is not None:
+                message = context.message.model_copy(update={"arguments": edited})
+                ctx = context.copy(message=message)
             if not guarded:
-                return await call_next(context)
+                return await call_next(ctx)
             with checking_writes(self.guard(allowed)):
-                return await call_next(context)
+                return await call_next(ctx)
 
         if why is None:
             return await proceed()
@@ -358,6 +363,8 @@ class ApprovalGate(Middleware):
             )
             if staged:  # what lands is the change set shown, the command does not run again
                 return await self._land(ws, tool, record)
+            if record.get("edit"):
+                return await self._edited(ws, record, ours, args, scope, proceed)
             return await proceed()
 
         used = await off(self.approvals.take, ws, subject=subject, call_digest=call_digest)
@@ -415,6 +422,7 @@ class ApprovalGate(Middleware):
                     staged=None if staged_ref is None else staged_ref[0],
                     paths=scope.paths if scope is not None else None,
                     rule=why,
+                    arguments=_editable(ours, args),
                 )
             if record["status"] == DENIED:
                 raise _refused(record, why)
@@ -493,6 +501,36 @@ class ApprovalGate(Middleware):
                 f"says when); with no answer in {left} s it is refused."
             )
         )
+
+    async def _edited(
+        self, ws, record: dict[str, Any], ours: str, args: dict[str, Any], scope, proceed
+    ) -> Any:
+        """Run the call as the person edited it, and tell the agent what they changed."""
+        try:
+            edit = json.loads(str(record["edit"]))
+            changed = edits.merged(ours, args, edit)
+        except (ValueError, WorkspaceError) as exc:
+            raise ToolError(
+                f"not run: the person's version of this call is unusable ({exc})"
+            ) from None
+        if ours == "apply_patch":  # the edited diff may reach only the files shown
+            reach = await anyio.to_thread.run_sync(touched, ws, ours, changed)
+            shown = set(scope.paths if scope is not None else ())
+            if not reach.complete or not set(reach.paths) <= shown:
+                raise ToolError(
+                    "not run: the person's version of this patch reaches other files than the "
+                    f"approved ones ({record['id']}); call again to be asked"
+                )
+        result = await proceed(changed)
+        what = _what_changed(args, changed)
+        note = str(record.get("note") or "").strip()
+        told = (
+            f"\n[{record.get('decided_by')} changed your proposal before approving it "
+            f"({record['id']}): {what}"
+            + (f"; their note: {echo(note)}" if note else "")
+            + ". The file now holds their version: read it before you edit it again.]"
+        )
+        return ToolResult(content=_text(result) + told)
 
     async def _announce(self, ws, record: dict[str, Any], why: str) -> None:
         """Tell the person a request waits (--confirm-notify), once per request; a failure
@@ -740,6 +778,33 @@ def _input_required(record: dict[str, Any], why: str) -> mcp_types.InputRequired
         )
     )
     return mcp_types.InputRequiredResult(input_requests={ASK: request}, request_state=record["id"])
+
+
+def _editable(tool: str, args: dict[str, Any]) -> str | None:
+    """The arguments a person may edit in the console, kept with the request when small."""
+    if tool not in edits.EDITABLE:
+        return None
+    shown = {k: v for k, v in args.items() if k != "workspace"}
+    encoded = json.dumps({"tool": tool, "arguments": shown}, ensure_ascii=False, default=str)
+    return encoded if len(encoded) <= limits.CONFIRM_EDIT_MAX_BYTES else None
+
+
+def _what_changed(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """The person's changes as a short diff of each changed argument."""
+    parts = []
+    for key in sorted(after):
+        if before.get(key) == after[key]:
+            continue
+        old, new = before.get(key), after[key]
+        if isinstance(old, str) and isinstance(new, str):
+            lines = difflib.unified_diff(
+                old.splitlines(), new.splitlines(), f"yours/{key}", f"theirs/{key}", lineterm=""
+            )
+            diff = "\n".join(list(lines)[: limits.WRITE_DIFF_MAX_LINES])
+            parts.append(f"{key}:\n{diff}")
+        else:
+            parts.append(f"{key} changed")
+    return "\n".join(parts) or "nothing"
 
 
 def _text(result: Any) -> str:

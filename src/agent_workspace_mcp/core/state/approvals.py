@@ -51,6 +51,7 @@ REQUEST_FIELDS = (
     "staged",
     "paths",
     "rule",
+    "arguments",
 )
 DECISION_FIELDS = (
     "id",
@@ -62,6 +63,8 @@ DECISION_FIELDS = (
     "decided",
     "use_by",
     "request_proof",
+    "edit",
+    "note",
 )
 
 
@@ -183,6 +186,7 @@ class Approvals:
         staged: str | None = None,
         paths: list[str] | None = None,
         rule: str | None = None,
+        arguments: str | None = None,
     ) -> dict[str, Any]:
         """A pending request for this call: the one already waiting for the same call by
         the same subject, else a new one. `staged`: the digest of a staged command's
@@ -206,6 +210,7 @@ class Approvals:
                 "staged": staged,
                 "paths": paths,  # what it resolved to, for a grant (core.state.grants)
                 "rule": rule,  # what asked
+                "arguments": arguments,  # a write's, for the person to edit (core.edits)
                 "status": PENDING,
             }
             record["request_proof"] = seal(self.key, *(record[n] for n in REQUEST_FIELDS))
@@ -282,9 +287,13 @@ class Approvals:
         by: str,
         via: str,
         call_digest: str | None = None,
+        edit: dict[str, Any] | None = None,
+        note: str | None = None,
     ) -> dict[str, Any]:
         """Approve or deny a pending request, once. `call_digest`: the call the decider
-        saw (a client's answer), which must be the recorded one."""
+        saw (a client's answer), which must be the recorded one. `edit`: the arguments the
+        person changed before approving (the call runs with them), sealed with the
+        decision; `note`: what they tell the agent."""
         if not approval_id.startswith("ap-"):
             raise InvalidArgumentError(f"'{approval_id[:40]}' is not an approval id")
 
@@ -310,6 +319,10 @@ class Approvals:
                 decided=now,
                 use_by=now + CONFIRM_USE_SECONDS,
             )
+            if edit is not None and approve:
+                record.update(
+                    edit=json.dumps(edit, sort_keys=True, ensure_ascii=False), note=note or ""
+                )
             record["decision_proof"] = seal(self.key, *(record.get(n) for n in DECISION_FIELDS))
             return dict(record)
 
