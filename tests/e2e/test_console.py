@@ -370,6 +370,17 @@ def test_hidden_characters_are_visible_and_a_bad_line_blanks_nothing(
         console.stop()
 
 
+NOTIFICATIONS = """
+window.__notified = [];
+let permission = "default";
+window.Notification = class {
+  constructor(title, options) { window.__notified.push([title, (options || {}).body]); }
+  static get permission() { return permission; }
+  static async requestPermission() { permission = "granted"; return permission; }
+};
+"""
+
+
 def test_a_grant_is_honoured_then_revoked_from_the_page(project: Path, tmp_path: Path) -> None:
     """Issue 48, item 2: "approve + 30 min" lets the same kind of call through without a
     question; the grant is listed, and revoking it on the page brings the question back."""
@@ -382,11 +393,21 @@ def test_a_grant_is_honoured_then_revoked_from_the_page(project: Path, tmp_path:
         with sync_playwright() as p, concurrent.futures.ThreadPoolExecutor(1) as pool:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
+            # The browser's notifications, allowed and recorded (item 5: the page asks for
+            # the permission and announces each pending approval).
+            page.add_init_script(NOTIFICATIONS)
             page.goto(console.login)
             page.wait_for_selector("#live:text('live')", timeout=10_000)
+            page.locator("#notify").click()
             waiting = pool.submit(agent, project, job_dir, write, **confirm)
             asked = page.locator("#approvals li.approval", has_text="write_file")
             asked.wait_for(timeout=5_000)
+            deadline = time.monotonic() + 5
+            while not page.evaluate("window.__notified.length") and time.monotonic() < deadline:
+                page.wait_for_timeout(100)  # the page's CSP forbids wait_for_function's eval
+            title, body = page.evaluate("window.__notified[0]")
+            assert "waits for your approval" in title and body.startswith("write_file in ")
+            assert "by the agent" not in body  # never what it writes
             asked.locator("button[data-action=approve-30-min]").click()
             assert waiting.result(timeout=30)[0].startswith("Updated notes.md")
             granted = page.locator("#grants li.grant", has_text="write_file")
@@ -407,6 +428,10 @@ def test_a_grant_is_honoured_then_revoked_from_the_page(project: Path, tmp_path:
                 **{**confirm, "confirm_wait": 0.5},
             )
             assert after[0].startswith("Not run yet"), after
+            # Item 6: the questions per session.
+            counts = page.locator("#oversight li.oversight", has_text="3 calls ran")
+            counts.wait_for(timeout=8_000)
+            assert "2 asked about, 0 denied" in counts.inner_text()
             browser.close()
         journal = (project / ".workspace-mcp" / "journal.jsonl").read_text()
         assert '"tool":"grant"' in journal and '"tool":"revoke"' in journal

@@ -169,6 +169,7 @@ def routes(state: ConsoleState, keys: Secrets, base_path: str = "") -> list[Rout
             "sessions": state.live_sessions,
             "approvals": state.approvals,
             "grants": state.grants,
+            "oversight": state.oversight,
             "workspaces": lambda: [ws.name for ws in state.views()],
         }.get(what)
         if source is None:

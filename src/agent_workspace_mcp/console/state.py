@@ -342,6 +342,37 @@ class ConsoleState:
             )
         return f"{said}; granted as {made['id']} until {_clock(made['expires'])}"
 
+    def oversight(self, limit: int = 2000) -> list[dict[str, Any]]:
+        """Per session (issue 48, item 6): how many calls ran, how many a person (or the
+        reviewer program) was asked about, how long they waited for an answer, how many
+        were denied. From the newest `limit` journal entries and the approval records."""
+        rows: dict[str, dict[str, Any]] = {}
+
+        def row(session: str) -> dict[str, Any]:
+            return rows.setdefault(
+                session,
+                {"session": session, "calls": 0, "asked": 0, "denied": 0, "waits": []},
+            )
+
+        for entry in self.entries(limit=limit):
+            if entry.get("by") == OPERATOR or not entry.get("session"):
+                continue  # the operator's own decisions, undos and grants are not calls
+            row(str(entry["session"]))["calls"] += 1
+        for record in self.approvals():
+            found = row(str(record.get("session") or "?"))
+            found["asked"] += 1
+            found["denied"] += record.get("verdict") == "denied"
+            decided = record.get("decided")
+            if isinstance(decided, int | float):
+                found["waits"].append(max(0.0, float(decided) - float(record.get("created", 0))))
+        shown = []
+        for found in rows.values():
+            waits = sorted(found.pop("waits"))
+            found["waited_median_s"] = round(waits[len(waits) // 2], 1) if waits else None
+            found["waited_max_s"] = round(waits[-1], 1) if waits else None
+            shown.append(found)
+        return sorted(shown, key=lambda r: (-r["calls"], r["session"]))
+
     def grants(self) -> list[dict[str, Any]]:
         """Every workspace's live grants, newest first."""
         found = []
