@@ -124,6 +124,11 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         auth = build_auth(settings)
     job_dir = settings.job_dir or default_job_dir()
     shared = settings.workers > 1  # a worker of `--workers N` (transports.workers)
+    if not settings.unconfined and not settings.read_only:
+        from .core.state import lockcheck
+
+        for root in registry.roots():  # issue 49: state safe across processes and pods
+            lockcheck.check(root, not_shared=settings.state_not_shared)
     path_dirs = safe_path_dirs(os.environ.get("PATH", ""), registry.roots())
     bwrap, sandbox_said = resolve_sandbox(
         settings.sandbox, settings.commands_enabled, settings.unconfined, path_dirs

@@ -231,6 +231,11 @@ class Settings(BaseModel):
         "when a person approves (needs bubblewrap and fuse-overlayfs; no --sandbox-network)",
         EXECUTION, "--stage-commands", ("WORKSPACE_MCP_STAGE_COMMANDS",),
     )] = False
+    state_not_shared: Annotated[bool, Opt(
+        "no other machine mounts the workspace: allow a filesystem whose locks hold within "
+        "one machine (FUSE, 9p; docs/DEPLOY.md)",
+        EXECUTION, "--state-not-shared", ("WORKSPACE_MCP_STATE_NOT_SHARED",),
+    )] = False
     promote_after_ms: Annotated[int, Field(ge=1), Opt(
         "move a command still running after MS to a background job",
         EXECUTION, "--promote-after-ms", ("WORKSPACE_MCP_PROMOTE_AFTER_MS",), "MS",
