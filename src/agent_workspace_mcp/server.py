@@ -127,8 +127,11 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     if not settings.unconfined and not settings.read_only:
         from .core.state import lockcheck
 
-        for root in registry.roots():  # issue 49: state safe across processes and pods
-            lockcheck.check(root, not_shared=settings.state_not_shared)
+        # Issue 49: state safe across processes and pods. Node-local locks (FUSE, 9p) are
+        # refused only where pods can share a volume: served over HTTP (a stdio server is
+        # one user's, often on a VM's or Docker Desktop's FUSE share of their project).
+        for root in registry.roots():
+            lockcheck.check(root, not_shared=settings.state_not_shared or not settings.http)
     path_dirs = safe_path_dirs(os.environ.get("PATH", ""), registry.roots())
     bwrap, sandbox_said = resolve_sandbox(
         settings.sandbox, settings.commands_enabled, settings.unconfined, path_dirs

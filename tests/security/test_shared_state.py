@@ -17,6 +17,8 @@ from agent_workspace_mcp.core.errors import ConfigError
 from agent_workspace_mcp.core.state import lockcheck
 from tests.helpers import requires
 
+TOKEN = "shared-state-test-token-0123456789"
+
 
 def _fuse() -> str | None:
     if shutil.which("fuse-overlayfs") is None:
@@ -43,12 +45,15 @@ def fuse_root(tmp_path: Path):
 @requires(_fuse())
 def test_a_fuse_workspace_refuses_to_start_unless_not_shared(fuse_root: Path) -> None:
     assert lockcheck.NODE_LOCAL.get(lockcheck.filesystem_type(str(fuse_root)) or 0) == "FUSE"
+    served = {"root": str(fuse_root), "audit": False, "http": True, "token": TOKEN}
     with pytest.raises(ConfigError) as error:
-        create_server(Settings(root=str(fuse_root), audit=False))
+        create_server(Settings(**served))
     said = str(error.value)
     assert "on FUSE, whose locks hold within one machine only" in said and "\n" not in said
     assert "--state-not-shared" in said
-    create_server(Settings(root=str(fuse_root), audit=False, state_not_shared=True))
+    create_server(Settings(**served, state_not_shared=True))
+    # Over stdio the server is one user's (a VM's or Docker Desktop's FUSE share).
+    create_server(Settings(root=str(fuse_root), audit=False))
 
 
 def test_a_local_disk_starts_and_its_locks_exclude(tmp_path: Path) -> None:
