@@ -33,6 +33,13 @@ def gateway(tmp_path_factory):
     (root / "team-a").mkdir()
     (root / "team-a" / "mine.txt").write_text("team a\n")
     server = start(root, "--token", TOKEN)
+    try:
+        yield from _behind_nginx(server, tmp_path_factory)
+    finally:
+        server.stop()
+
+
+def _behind_nginx(server, tmp_path_factory):
     temp = tmp_path_factory.mktemp("nginx")
     port = free_port()
     conf = (
@@ -63,7 +70,6 @@ def gateway(tmp_path_factory):
     finally:
         nginx.terminate()
         nginx.wait(timeout=10)
-        server.stop()
 
 
 def client(url: str, **headers: str) -> Client:
