@@ -18,6 +18,8 @@ from agent_workspace_mcp.core.errors import ConfigError
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.helpers import call, ok
 
+pytestmark = pytest.mark.slow  # each call runs a real reviewer program
+
 
 @pytest.fixture(autouse=True)
 def short_waits(monkeypatch) -> None:

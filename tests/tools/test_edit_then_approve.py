@@ -48,14 +48,14 @@ async def asked(state: ConsoleState) -> dict:
     raise AssertionError("nothing was asked")
 
 
-def server(root: Path):
+def server(root: Path, wait: float = 5.0):
     return create_server(
         Settings(
             root=str(root),
             audit=False,
             confirm=("write",),
             confirm_via=("console",),
-            confirm_wait=5.0,
+            confirm_wait=wait,
         )
     )
 
@@ -127,7 +127,7 @@ async def test_a_tampered_edit_is_not_run(root: Path) -> None:
     import json
 
     state = console(root)
-    async with Client(server(root)) as client:
+    async with Client(server(root, wait=0.3)) as client:  # "pending" at once: no one answers
         first = await client.call_tool("write_file", {"path": "a.txt", "content": "x\n"})
         assert first.content[0].text.startswith("Not run yet")
         record = await asked(state)

@@ -42,7 +42,7 @@ def server(root: Path, **extra):
         "audit": False,
         "confirm": ("write",),
         "confirm_via": ("console",),
-        "confirm_wait": 2.0,
+        "confirm_wait": 1.0,
     } | extra
     return create_server(Settings(**values))
 

@@ -54,6 +54,7 @@ def test_the_lexer_agrees_with_tree_sitter_on_tricky_source() -> None:
     assert inside == [True, True, True, False, False, True, True, True, True, False]
 
 
+@pytest.mark.slow  # lexes and parses every module of the package
 def test_a_dismissed_file_has_no_reference_in_real_python() -> None:
     """Every word of every comment and docstring of this package's source: where the
     lexer dismisses the file for it, tree-sitter finds no reference either."""

@@ -34,7 +34,7 @@ def _missing() -> str | None:
     return None
 
 
-pytestmark = requires(_missing())
+pytestmark = [pytest.mark.slow, requires(_missing())]  # real bwrap and FUSE mounts
 
 
 @pytest.fixture(autouse=True)

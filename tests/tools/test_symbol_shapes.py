@@ -42,6 +42,7 @@ def test_every_fixture_definition_has_a_shaped_line(rel: str) -> None:
     assert _misses(language, SOURCES[rel]) == []
 
 
+@pytest.mark.slow  # parses every module of the package
 def test_every_definition_of_real_python_has_a_shaped_line() -> None:
     files = sorted(PACKAGE.rglob("*.py"))
     assert len(files) > 100
