@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import shutil
@@ -353,10 +352,6 @@ class Stage:
             elif same(before, state):
                 continue  # copied up for a time stamp or an unchanged rewrite
             found.changes[rel] = (before, state)
-
-
-def digest_of(proposal: Proposal) -> str:
-    return hashlib.sha256(proposal.encode()).hexdigest()
 
 
 def describe(proposal: Proposal, store: Store) -> str:

@@ -206,20 +206,26 @@ def files_matching(
     with _ignore_file(ancestor, False) as ignore_file, root_cwd(ws) as cwd:
         args = _base_args(rg, False, ignore_file, ordered=False) + types
         args += ["--files-with-matches", "--null", "--text", "-e", pattern, "--", start or "."]
-        proc = spawn(args, cwd)
-        timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, kill_group, (proc,))
-        timer.start()
-        try:
-            assert proc.stdout is not None
-            out = proc.stdout.read()
-        finally:
-            timer.cancel()
-            stop(proc)
-    if proc.returncode < 0:  # the timer killed it
-        raise timed_out()
+        out = _output(args, cwd)
     names = (os.fsdecode(raw) for raw in out.split(b"\x00") if raw)
     rels = (name[2:] if name.startswith("./") else name for name in names)
     return [rel for rel in rels if wanted is None or wanted.matches(rel)]
+
+
+def _output(args: list[str], cwd: str) -> bytes:
+    """All rg prints, within GREP_TIME_BUDGET_SECONDS (timed out: one sentence)."""
+    proc = spawn(args, cwd)
+    timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, kill_group, (proc,))
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+    finally:
+        timer.cancel()
+        stop(proc)
+    if proc.returncode < 0:  # the timer killed it
+        raise timed_out()
+    return out
 
 
 def lines_matching(
@@ -239,17 +245,7 @@ def lines_matching(
         args = _base_args(rg, False, ignore_file, ordered=False) + types
         args += ["--null", "--no-heading", "--with-filename", "--no-line-number", "--text"]
         args += ["--max-count", str(per_file + 1), "-e", pattern, "--", start or "."]
-        proc = spawn(args, cwd)
-        timer = threading.Timer(GREP_TIME_BUDGET_SECONDS, kill_group, (proc,))
-        timer.start()
-        try:
-            assert proc.stdout is not None
-            out = proc.stdout.read()
-        finally:
-            timer.cancel()
-            stop(proc)
-    if proc.returncode < 0:  # the timer killed it
-        raise timed_out()
+        out = _output(args, cwd)
     found: dict[str, tuple[list[str], bool]] = {}
     for raw in out.split(b"\n"):
         name, nul, text = raw.partition(b"\x00")
