@@ -1,6 +1,6 @@
 """State files planted or damaged in shapes a parser chokes on (issue 43, item 21).
 
-A `seen/writers.json` nested a few thousand levels deep made every write_file change
+A `seen/writers` record nested a few thousand levels deep made every write_file change
 the file and answer "internal error (RecursionError)"; a deeply nested `symbols.json`,
 or a signature of `1e400`, made find_symbol fail on every call; a damaged
 `approvals.json` failed closed with a raw Python message. Each now reads as damaged:
@@ -9,7 +9,6 @@ the call answers as usual and the record starts afresh.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -23,17 +22,12 @@ from tests.helpers import ok
 DEEP = "[" * 100_000 + "]" * 100_000
 
 
-def framed(payload: bytes) -> bytes:
-    digest = hashlib.blake2b(payload, digest_size=16).hexdigest().encode()
-    return b"awm1 %s %d\n" % (digest, len(payload)) + payload
-
-
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     (tmp_path / "a.py").write_text("class Alpha:\n    pass\n")
     state = tmp_path / ".workspace-mcp"
     (state / "seen").mkdir(parents=True)
-    (state / "seen" / "writers.json").write_bytes(framed(('{"paths": ' + DEEP + "}").encode()))
+    (state / "seen" / "writers.jsonl").write_text('{"a.py": ' + DEEP + "}\n")
     return tmp_path
 
 

@@ -283,11 +283,10 @@ async def test_the_memory_is_bounded(tmp_path: Path, monkeypatch) -> None:
     for name in ("s1", "s2", "s3"):
         records.update(stale_reads.Agent(name), {"k": "0" * 64})
     names = sorted(p.name for p in (tmp_path / ".workspace-mcp/seen").iterdir())
-    assert len([n for n in names if n != "writers.json"]) == 2
+    assert len([n for n in names if n != stale_reads.WRITERS]) == 2
     assert records.versions("s3") == {"k": "0" * 64} and records.versions("s1") == {}
-    framed = (tmp_path / ".workspace-mcp/seen/writers.json").read_text()
-    writers = json.loads(framed.split("\n", 1)[1])  # after the awm1 length/digest line
-    assert len(writers["paths"]) <= limits.SEEN_WRITERS
+    log = (tmp_path / ".workspace-mcp/seen" / stale_reads.WRITERS).read_text().splitlines()
+    assert {key for line in log for key in json.loads(line)} == {"f0.txt"}
 
 
 async def test_a_damaged_record_costs_only_the_memory(tmp_path: Path) -> None:
@@ -314,12 +313,12 @@ async def test_a_planted_link_in_the_records_is_never_followed(
     target.write_text("keep\n")
     (tmp_path / "f.txt").write_text("one\n")
     (tmp_path / ".workspace-mcp/seen").mkdir(parents=True)
-    (tmp_path / ".workspace-mcp/seen/writers.json").symlink_to(target)
+    (tmp_path / ".workspace-mcp/seen" / stale_reads.WRITERS).symlink_to(target)
     async with open_client(Settings(root=str(tmp_path))) as c:
         await c.call_tool("read_file", {"path": "f.txt"})
         await c.call_tool("write_file", {"path": "f.txt", "content": "two\n"})
     assert target.read_text() == "keep\n"
-    assert not (tmp_path / ".workspace-mcp/seen/writers.json").is_symlink()
+    assert not (tmp_path / ".workspace-mcp/seen" / stale_reads.WRITERS).is_symlink()
 
 
 async def test_read_only_servers_remember_nothing(tmp_path: Path) -> None:

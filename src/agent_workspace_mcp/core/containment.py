@@ -385,7 +385,7 @@ def locate(
         if reason:
             raise ProtectedPathError(reason)
     located = _walk(ws, start, user_path, shown, follow_final, create_parents, defer_parents, write)
-    if _is_private(located.real_abs):
+    if is_private(located.real_abs):
         located.close()
         raise ProtectedPathError(
             f"{shown}: the server's private state (its approval key) is out of every tool's reach"
@@ -404,7 +404,7 @@ def locate(
     return located
 
 
-def _is_private(real_abs: str) -> bool:
+def is_private(real_abs: str) -> bool:
     """Whether a resolved path lies in the user's private state directory (core.proofkey),
     which a root may contain (`--root ~`) when no --confirm refused to start."""
     from .proofkey import private_dir

@@ -466,6 +466,9 @@ ACTIVE_SESSIONS_SHOWN = 10  # ours: at most this many sessions per workspace the
 SEEN_PATHS_PER_SESSION = 512  # ours: a long session reads a few hundred files; older forgotten
 SEEN_SESSIONS = 256  # ours: session records kept per workspace (least recently used go first)
 SEEN_WRITERS = 4096  # ours: files whose last writer is remembered, to name it in a refusal
+# ours (issue 47): a record kept as a log (core.state.foldlog) is rewritten folded past this
+# many bytes (or twice its bound in lines): 4,096 writers of ~200 bytes, appended twice over.
+FOLDLOG_COMPACT_BYTES = 4 * MIB
 STALE_DIFF_LINES = 40  # ours: lines of "what changed" a refusal shows
 # ours (issue 44): a file a session reads is kept for that diff up to this size (most
 # source files; a refusal of a bigger one names the file without a diff).

@@ -14,6 +14,7 @@ therefore cannot move the session, whoever does it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -66,7 +67,7 @@ class Workspace:
     anchor: Workspace | None = field(default=None, compare=False)
     subpath: Subpath | None = None
 
-    @property
+    @functools.cached_property  # asked a few dozen times per write (frozen: never changes)
     def state_dir(self) -> str:
         return os.path.join(self.base, STATE_DIR_NAME)
 

@@ -10,6 +10,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from ..core.errors import WorkspaceError
 from ..core.state import stale_reads
+from ..core.state.files import state_scope
 from ..requestctx import session_and_client
 from ..services import Services
 
@@ -30,7 +31,10 @@ class StaleReadMiddleware(Middleware):
         session, client = session_and_client(context.fastmcp_context)
         if session is None:
             return await call_next(context)
-        with stale_reads.bind(
-            ws, stale_reads.Agent(session, client), keep=self.services.settings.checkpoints
+        with (
+            state_scope(),
+            stale_reads.bind(
+                ws, stale_reads.Agent(session, client), keep=self.services.settings.checkpoints
+            ),
         ):
             return await call_next(context)

@@ -6,10 +6,11 @@ How the pieces relate, from the bottom up:
   planted as a symlink is replaced, never followed) and opens a state file without
   following links or blocking, regular with one link. Everything else stands on it.
 - `records` reads and atomically replaces whole JSON/text files (approvals, changes,
-  the symbol index); `framed` rewrites small records in place under a lock and reads
-  them without one, recognising a torn read by its length+digest frame (the stale-read
-  records); `streams` appends JSON lines and reads them back newest first in bounded
-  windows (the journal, the notes, the checkpoint index).
+  the symbol index); `foldlog` keeps a mapping as a log of JSON lines appended under a
+  lock and folded by readers without one, reading only what was appended since (the
+  stale-read records: a change costs one line, however much is remembered); `streams`
+  appends JSON lines and reads them back newest first in bounded windows (the journal,
+  the notes, the checkpoint index).
 - `locks` holds every lock: `state_lock` (threads and processes, bounded wait, naming the
   holder) around each read-modify-write of the files above, and `PathLocks` (per
   resolved path, striped flocks) around each tool's check-and-change of a workspace file.

@@ -11,17 +11,25 @@ a hard link would send journal appends (or `recall` reads) to a file outside the
 root. Anything else at a state file's name is reported once on stderr, removed (only
 the name in our directory: a hard link's other names are untouched) and recreated.
 The file tools cannot write under `.workspace-mcp/` at all (containment's write policy).
+
+Inside `state_scope()` (one tool call that runs no program), a state directory once
+located is kept open and reused: a write touches a dozen state files, and walking to
+each from the root cost more than the write's own bookkeeping (issue 47, item 4).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
+import posixpath
 import stat
+import threading
 from collections.abc import Iterator
+from contextvars import ContextVar
 
-from ..containment import Located, locate, parts_below
+from ..containment import Located, is_private, locate, open_root, parts_below
 from ..errors import (
     NotFoundError,
     OutsideWorkspaceError,
@@ -29,7 +37,7 @@ from ..errors import (
     WorkspaceError,
 )
 from ..limits import MAX_FILE_BYTES, MIB, STATE_DIR_NAME
-from ..osflags import NOFOLLOW_NONBLOCK
+from ..osflags import DIR_FLAGS, NOFOLLOW_NONBLOCK
 from ..textio import kind_of
 from ..workspaces import Workspace
 
@@ -94,7 +102,16 @@ def open_state(loc: Located, flags: int, *, create: bool) -> int | None:
                 discard(loc, what)
                 continue
             raise
-        problem = unsafe(os.fstat(fd))
+        st = os.fstat(fd)
+        if st.st_nlink == 0 and stat.S_ISREG(st.st_mode):
+            # Replaced by a rename since we opened it: no name anywhere, so no file outside
+            # the root either. A reader has the previous version whole; a writer tries the
+            # new one (discarding here would remove the file that just replaced it).
+            if flags & (os.O_WRONLY | os.O_RDWR) == 0:
+                return fd
+            os.close(fd)
+            continue
+        problem = unsafe(st)
         if problem is None:
             return fd
         os.close(fd)
@@ -140,7 +157,17 @@ def locate_state(
     (or a folder inside it) planted as a symlink to an ordinary folder is removed (the
     link only, said once) instead of being written through."""
     parts = tuple(p for part in parts for p in part.split("/") if p)
+    scope = _scope.get() if not follow_final and parts else None
+    if scope is not None:
+        kept = scope.reuse(ws, parts)
+        if kept is not None:
+            return kept
     prefix = _state_prefix(ws)
+    direct = _direct(ws, prefix, parts) if parts and not follow_final else None
+    if direct is not None:
+        if scope is not None:
+            scope.keep(ws, parts, direct)
+        return direct
     for _ in range(3):
         try:
             loc = locate(
@@ -152,10 +179,95 @@ def locate_state(
         if loc.real_parts[: len(prefix)] == prefix and (
             len(parts) <= 1 or _inside(loc.real_parts[len(prefix) :], parts)
         ):
+            if scope is not None:
+                scope.keep(ws, parts, loc)
             return loc
         loc.close()
         _unlink_state_links(ws, parts)
     raise WorkspaceError(f"{STATE_DIR_NAME} keeps being replaced by a link; remove it and retry")
+
+
+def _direct(ws: Workspace, prefix: tuple[str, ...], parts: tuple[str, ...]) -> Located | None:
+    """The usual case, straight down from the root: every folder opened with O_NOFOLLOW
+    (so what is reached is the state directory itself, never a link's target). None when
+    anything is unusual (a link, a missing folder, not a directory): the general walk
+    then decides, and repairs."""
+    folders = (*prefix, *parts[:-1])
+    fd = open_root(ws)
+    try:
+        for part in folders:
+            nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except OSError:
+        os.close(fd)
+        return None
+    loc = Located(ws, fd, parts[-1], (*folders, parts[-1]), "/".join((STATE_DIR_NAME, *parts)))
+    if is_private(loc.real_abs):
+        loc.close()
+        return None  # the walk refuses it in its own words
+    return loc
+
+
+class _Scope:
+    """The state directories one call has located, each kept open (an fd on the directory
+    itself, so a later rename or link planted at its name is not followed). Shared by the
+    threads of the call (its tool, its journal write), which run one after another."""
+
+    def __init__(self) -> None:
+        # (root, state dir, folders) -> (fd, the folders' real parts, their display)
+        self._dirs: dict[tuple[str, str, tuple[str, ...]], tuple[int, tuple[str, ...], str]] = {}
+        self._guard = threading.Lock()
+
+    def reuse(self, ws: Workspace, parts: tuple[str, ...]) -> Located | None:
+        key = (ws.root, ws.state_dir, parts[:-1])
+        with self._guard:
+            kept = self._dirs.get(key)
+            if kept is None:
+                return None
+            fd, real, shown = kept
+            if os.fstat(fd).st_nlink == 0:  # removed since (a cleared store): walk again
+                del self._dirs[key]
+                os.close(fd)
+                return None
+            dir_fd = os.dup(fd)
+        name = parts[-1]
+        return Located(ws, dir_fd, name, (*real, name), f"{shown}/{name}")
+
+    def keep(self, ws: Workspace, parts: tuple[str, ...], loc: Located) -> None:
+        if loc.missing or loc.is_root:
+            return
+        key = (ws.root, ws.state_dir, parts[:-1])
+        with self._guard:
+            if key not in self._dirs:
+                shown = loc.display.rpartition("/")[0]
+                self._dirs[key] = (os.dup(loc.dir_fd), loc.real_parts[:-1], shown)
+
+    def close(self) -> None:
+        with self._guard:
+            for fd, _, _ in self._dirs.values():
+                os.close(fd)
+            self._dirs.clear()
+
+
+_scope: ContextVar[_Scope | None] = ContextVar("awm_state_scope", default=None)
+
+
+@contextlib.contextmanager
+def state_scope() -> Iterator[None]:
+    """State directories located inside are reused until the end (nested: the outer
+    scope's). Only around work that runs no agent program: a command could move a state
+    directory while the call holds it open."""
+    if _scope.get() is not None:
+        yield
+        return
+    scope = _Scope()
+    token = _scope.set(scope)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
+        scope.close()
 
 
 def _inside(real: tuple[str, ...], parts: tuple[str, ...]) -> bool:
@@ -205,6 +317,14 @@ def ensure_state_dir(ws: Workspace) -> None:
             os.write(fd, b"*\n")
         finally:
             os.close(fd)
+
+
+def sibling(loc: Located, name: str) -> Located:
+    """Another entry of the directory `loc` is in, sharing its fd: never close it (the
+    original's context closes the fd for both)."""
+    return dataclasses.replace(
+        loc, name=name, display=posixpath.join(posixpath.dirname(loc.display), name)
+    )
 
 
 @contextlib.contextmanager

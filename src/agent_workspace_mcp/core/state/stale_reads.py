@@ -12,13 +12,12 @@ is no change). Otherwise StaleError says who changed it (the last writer through
 server, remembered per file, or "outside the server") and shows what changed: the
 content the session saw is in the checkpoint store whenever a server call replaced it.
 
-Records are small JSON state files under `.workspace-mcp/seen/`, one per session plus
-`writers.json`, rewritten in place under their own lock (`seen.lock`, never the
-journal's) and without fsync, framed so that a read racing a write is recognised and
-done again under the lock (framed.read_framed); a lost or damaged record only makes
-a check pass, as before the guard. Every process serving the root (workers, a stdio
-server beside an HTTP one) reads the same files; a process parses a record again only
-when its bytes changed.
+Records are logs of JSON lines under `.workspace-mcp/seen/` (core.state.foldlog), one
+per session plus `writers.jsonl`, appended to under their own lock (`seen.lock`, never
+the journal's) and without fsync, so a change costs one line however much is
+remembered; a lost or damaged line only makes a check pass, as before the guard. Every
+process serving the root (workers, a stdio server beside an HTTP one) reads the same
+files; a process reads only what was appended since it last looked.
 
 Outside `bind()` (library use, the tools called directly in tests) every function here
 does nothing.
@@ -39,7 +38,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from .. import limits, safejson
+from .. import limits
 from ..checkpoints.store import LostObjectError, Store
 from ..containment import Located, locate
 from ..echo import bounded, echo
@@ -48,16 +47,16 @@ from ..errors import WorkspaceError
 from ..osflags import DIR_FLAGS
 from ..textio import read_bytes
 from ..workspaces import Workspace
-from .files import locate_state
-from .framed import TornRecordError, read_framed, read_framed_at, sibling, write_framed_at
+from . import foldlog
+from .files import existing, locate_state, sibling
 from .locks import state_lock
-from .records import dumps
 
 log = logging.getLogger("agent_workspace_mcp")
 
 UNREAD = object()  # check(): the caller has not read the file; read it if needed
 DIR = "seen"
-WRITERS = "writers.json"
+SUFFIX = ".jsonl"
+WRITERS = "writers" + SUFFIX
 LOCK = "seen.lock"
 
 
@@ -87,6 +86,13 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _shape(name: str) -> tuple[int, foldlog.Valid]:
+    """A record's bound and what its values must be: the writers record, or a session's."""
+    if name == WRITERS:
+        return limits.SEEN_WRITERS, _is_writer
+    return limits.SEEN_PATHS_PER_SESSION, _is_digest
+
+
 def _when(record: Any) -> float:
     try:
         return float(record.get("t") or 0)
@@ -95,7 +101,15 @@ def _when(record: Any) -> float:
 
 
 def _record_name(session: str) -> str:
-    return hashlib.blake2b(session.encode(), digest_size=10).hexdigest() + ".json"
+    return hashlib.blake2b(session.encode(), digest_size=10).hexdigest() + SUFFIX
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_writer(value: Any) -> bool:
+    return isinstance(value, dict)
 
 
 class Records:
@@ -103,63 +117,50 @@ class Records:
 
     def __init__(self, ws: Workspace) -> None:
         self.ws = ws.anchor or ws
-        self._cache: dict[str, tuple[str, dict[str, Any]]] = {}  # name: (digest, parsed)
+        self._cache: dict[str, foldlog.Folded] = {}  # name: as this process last folded it
         self._guard = threading.Lock()
 
     def key(self, loc: Located) -> str:
         return posixpath.relpath(loc.real_abs, self.ws.root)
 
-    def _read(self, name: str, *, at: Located | None = None) -> dict[str, Any]:
-        """The parsed record `name` ({} if there is none), parsed again only when its
-        bytes changed. `at`: the record, located, by a caller holding LOCK; without it a
-        read that met a write in progress is done again under the lock."""
+    def _load(self, name: str, at: Located | None = None) -> dict[str, Any]:
+        """The folded record `name` ({} if there is none); only what was appended since
+        this process last read it is read. `at`: the record, located, by a caller holding
+        LOCK."""
+        bound, valid = _shape(name)
+        with self._guard:
+            cached = self._cache.get(name)
         try:
-            found = read_framed_at(at) if at is not None else read_framed(self.ws, DIR, name)
-        except TornRecordError as exc:
-            if at is None:
-                with (
-                    state_lock(self.ws, LOCK),
-                    locate_state(self.ws, DIR, name, create_parents=True) as loc,
-                ):
-                    return self._read(name, at=loc)
-            log.warning("stale-read guard: %s; starting that record afresh", exc)
-            return {}
+            if at is not None:
+                folded = foldlog.load(at, cached, bound, valid)
+            else:
+                with existing(self.ws, DIR, name) as loc:
+                    folded = foldlog.load(loc, cached, bound, valid) if loc else foldlog.EMPTY
         except WorkspaceError as exc:
             log.warning("stale-read guard: %s; starting that record afresh", exc)
             return {}
-        if found is None:
-            return {}
-        tag, payload = found
-        with self._guard:
-            cached = self._cache.get(name)
-        if cached is not None and cached[0] == tag:
-            return cached[1]
-        try:
-            value = safejson.loads(payload)
-        except ValueError:
-            value = None
-        if not isinstance(value, dict):
-            log.warning("stale-read guard: %s/%s is not a record; starting it afresh", DIR, name)
-            value = {}
-        with self._guard:
-            self._cache[name] = (tag, value)
-        return value
+        if folded is not cached:
+            with self._guard:
+                self._cache[name] = folded
+        return folded.entries
 
-    @staticmethod
-    def _write(at: Located, value: dict[str, Any]) -> None:
-        """Under LOCK: rewrite the record in place (see framed.write_framed_at)."""
-        write_framed_at(at, dumps(value).encode("utf-8"))
+    def _append(self, name: str, at: Located, change: dict[str, Any]) -> None:
+        """Under LOCK: add one change to the record `name` (loaded under it first)."""
+        bound, valid = _shape(name)
+        self._load(name, at)
+        with self._guard:
+            cached = self._cache.get(name, foldlog.EMPTY)
+        folded = foldlog.append(at, change, cached, bound, valid)
+        with self._guard:
+            self._cache[name] = folded
 
     def versions(self, session: str) -> dict[str, str]:
-        paths = self._read(_record_name(session)).get("paths")
-        return paths if isinstance(paths, dict) else {}
+        return self._load(_record_name(session))
 
     def writer(self, key: str) -> dict[str, Any] | None:
         """The last write through the server of `key`, or removal of a directory above it,
         whichever came last."""
-        writers = self._read(WRITERS).get("paths")
-        if not isinstance(writers, dict):
-            return None
+        writers = self._load(WRITERS)
         latest: dict[str, Any] | None = None
         probe = key
         while probe not in (".", ""):
@@ -185,35 +186,18 @@ class Records:
             state_lock(self.ws, LOCK),
             locate_state(self.ws, DIR, name, create_parents=True) as at,
         ):
-            record = dict(self._read(name, at=at))
-            paths = dict(record.get("paths") or {})
-            new = not paths and not record
-            for key, value in seen.items():
-                paths.pop(key, None)  # re-inserted last: the dict's order is recency
-                if value is not None:
-                    paths[key] = value
-            while len(paths) > limits.SEEN_PATHS_PER_SESSION:
-                paths.pop(next(iter(paths)))
-            self._write(at, {"session": agent.session, "paths": paths})
+            new = at.lstat() is None
+            self._append(name, at, dict(seen))
             if written:
-                self._record_writers(agent, written, sibling(at, WRITERS), by)
+                now = time.time()
+                entries: dict[str, Any] = {}
+                for key, value in written.items():
+                    entries[key] = {"s": agent.session, "c": agent.client, "t": now, "h": value}
+                    if by:
+                        entries[key]["x"] = by
+                self._append(WRITERS, sibling(at, WRITERS), entries)
         if new:
             self._evict_sessions()
-
-    def _record_writers(
-        self, agent: Agent, written: dict[str, str | None], at: Located, by: str | None
-    ) -> None:
-        record = self._read(WRITERS, at=at)
-        paths = dict(record.get("paths") or {})
-        now = time.time()
-        for key, value in written.items():
-            paths.pop(key, None)
-            paths[key] = {"s": agent.session, "c": agent.client, "t": now, "h": value}
-            if by:
-                paths[key]["x"] = by
-        while len(paths) > limits.SEEN_WRITERS:
-            paths.pop(next(iter(paths)))
-        self._write(at, {"paths": paths})
 
     def _evict_sessions(self) -> None:
         """Keep at most SEEN_SESSIONS session records: the least recently updated go."""
@@ -225,7 +209,10 @@ class Records:
         try:
             aged = []
             for name in os.listdir(fd):
-                if name == WRITERS or not name.endswith(".json"):
+                if name.endswith(".json"):  # a whole-record file of before issue 47: unread
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=fd)
+                if name == WRITERS or not name.endswith(SUFFIX):
                     continue
                 with contextlib.suppress(OSError):
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
