@@ -481,3 +481,16 @@ def test_the_journal_pages_backwards_through_every_entry(tmp_path: Path) -> None
             break
     assert seen == [f"e{i:06d}" for i in reversed(range(100_000))]
     assert pages <= 21
+
+
+async def test_a_write_never_proceeds_without_its_record(ws: Path) -> None:
+    """The state check runs in the write's own thread now (issue 47): an unusable state
+    directory still refuses the call before anything changes, in one sentence."""
+    (ws / ".workspace-mcp").write_text("not a directory\n")
+    async with open_client(Settings(root=str(ws))) as client:
+        refused = await fails(client, "write_file", path="a.txt", content="x\n")
+        assert refused.startswith("not done: "), refused
+        assert not (ws / "a.txt").exists()
+        (ws / ".workspace-mcp").unlink()
+        await ok(client, "write_file", path="a.txt", content="x\n")
+    assert [entry["tool"] for entry in journal(ws)] == ["write_file"]

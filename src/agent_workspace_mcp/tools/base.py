@@ -18,6 +18,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from ..core.callscope import RUNS_PROGRAMS
+from ..core.state.journal.calls import run_in_thread
 from ..requestctx import JOURNAL_TAG, READ_TAG, WRITE_TAG
 from .schemas import function_tool
 
@@ -93,7 +94,9 @@ def bind(fn: Callable[..., Any], dependency: Any, *, inline: bool = False) -> Ca
 
         @functools.wraps(fn)
         def bound_sync(*args: Any, **kwargs: Any) -> Any:
-            return fn(dependency, *args, **kwargs)
+            return run_in_thread(
+                lambda: fn(dependency, *args, **kwargs), dry_run=bool(kwargs.get("dryRun"))
+            )
 
         bound = bound_sync
     # No return annotation: every tool is registered with output_schema=None, and FastMCP
