@@ -86,3 +86,16 @@ def test_a_scope_closes_what_it_kept(ws: Workspace) -> None:
             write(ws, "checkpoints", name)
         assert len(os.listdir("/proc/self/fd")) > before
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_the_state_directory_ignores_itself_whatever_a_call_reaches_first(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "fresh"
+    root.mkdir()
+    ws = Workspace("w", str(root), str(root), primary=True)
+    with state_scope():
+        write(ws, "seen", "x.jsonl")  # makes .workspace-mcp/ on the way
+        ensure_state_dir(ws)
+        ensure_state_dir(ws)
+    assert (root / ".workspace-mcp" / ".gitignore").read_text() == "*\n"

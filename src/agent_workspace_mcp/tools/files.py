@@ -9,6 +9,7 @@ truncation markers with the argument that continues.
 import base64
 import binascii
 import posixpath
+import stat
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -225,9 +226,14 @@ def write_file(
         doc = _conventions(loc, current)
         data = doc.encode(content) if doc else content.encode("utf-8", "surrogatepass")
         _check_write_size(loc.display, len(data))
-        activity.before(loc)
+        st = loc.lstat() if current is not None else None
+        if st is not None and stat.S_ISREG(st.st_mode):  # its bytes are in hand already
+            activity.before_content(loc, current, stat.S_IMODE(st.st_mode))
+        else:
+            activity.before(loc)
         with loc.parents_made():
             existed = atomic_write(loc, data)
+        activity.left_content(loc, data)
         stale_reads.wrote(loc, data)
     kept = ""
     if doc and doc.newline == "\r\n":

@@ -12,8 +12,10 @@ restorable; it never changes the tool's own answer.
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import os
+import stat
 from typing import Any
 
 from ..containment import Located
@@ -51,6 +53,7 @@ class Recorder:
         self.cmd = False  # it ran a command whose changes are not (fully) recorded
         self.ran: str | None = None  # the command it ran, shown
         self.left: dict[str, State] = {}  # what a command left, from its scan
+        self.written: dict[str, State] = {}  # what the call's own writes left, known
         self.reverts: list[str] | None = None
         self.failed = False
         self.by: str | None = None  # the subject and session that made the call, known
@@ -104,6 +107,22 @@ class Recorder:
         except Exception as exc:
             self._failed(exc)
 
+    def wrote(self, loc: Located, data: bytes) -> None:
+        """The call left `data` at `loc` (a regular file it wrote under its path lock)."""
+        try:
+            st = loc.lstat()
+            if st is None or not stat.S_ISREG(st.st_mode):
+                self.written.pop(loc.real_rel, None)
+                return
+            self.written[loc.real_rel] = {
+                "t": "f",
+                "m": stat.S_IMODE(st.st_mode),
+                "s": len(data),
+                "h": hashlib.sha256(data).hexdigest(),
+            }
+        except OSError:
+            self.written.pop(loc.real_rel, None)
+
     def states(self, states: dict[str, State]) -> None:
         """An undo's own before-states (captured with their content stored)."""
         for rel, state in states.items():
@@ -136,11 +155,12 @@ class Recorder:
         try:
             after: dict[str, State] = {}
             for rel, recursive in self.roots:
-                if rel in self.left and not recursive:
+                if (rel in self.left or rel in self.written) and not recursive:
                     continue
                 after.update(
                     capture(self.ws, rel, recursive=recursive, store=None, budget=Budget())
                 )
+            after.update(self.written)
             treescan.noted(self.ws, after)  # a command running meanwhile did not make these
             after.update(self.left)
             manifest = {

@@ -217,6 +217,7 @@ class _Scope:
     def __init__(self) -> None:
         # (root, state dir, folders) -> (fd, the folders' real parts, their display)
         self._dirs: dict[tuple[str, str, tuple[str, ...]], tuple[int, tuple[str, ...], str]] = {}
+        self.ensured: set[tuple[str, str]] = set()  # (root, state dir): ensure_state_dir ran
         self._guard = threading.Lock()
 
     def reuse(self, ws: Workspace, parts: tuple[str, ...]) -> Located | None:
@@ -305,18 +306,24 @@ def ensure_state_dir(ws: Workspace) -> None:
     The repository's own `.gitignore` is never touched; O_EXCL means two servers racing
     on a fresh workspace do not both write the file.
     """
+    scope = _scope.get()
+    key = (ws.root, ws.state_dir)
+    if scope is not None and key in scope.ensured:
+        return  # made or found earlier in this call
     with locate_state(ws, ".gitignore", create_parents=True) as loc:
-        if loc.lstat() is not None:
-            return
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(loc.name, flags, 0o644, dir_fd=loc.dir_fd)
-        except FileExistsError:
-            return
-        try:
-            os.write(fd, b"*\n")
-        finally:
-            os.close(fd)
+        if loc.lstat() is None:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                fd = os.open(loc.name, flags, 0o644, dir_fd=loc.dir_fd)
+            except FileExistsError:
+                pass
+            else:
+                try:
+                    os.write(fd, b"*\n")
+                finally:
+                    os.close(fd)
+    if scope is not None:
+        scope.ensured.add(key)
 
 
 def sibling(loc: Located, name: str) -> Located:

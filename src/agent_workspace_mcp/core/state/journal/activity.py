@@ -134,6 +134,14 @@ def before_content(loc: Located, data: bytes | None, mode: int | None) -> None:
         recorder.content(loc, data, mode)
 
 
+def left_content(loc: Located, data: bytes) -> None:
+    """`loc` now holds `data`, written by this call under its path lock: what the call
+    left there, without reading it back (issue 47, item 4)."""
+    recorder = _recorder.get()
+    if recorder is not None:
+        recorder.wrote(loc, data)
+
+
 def ran_command() -> None:
     """The call ran a command: its side effects are not recorded, and undo says so."""
     recorder = _recorder.get()

@@ -1,0 +1,180 @@
+"""What a write costs beyond its durability (issue 47, item 4).
+
+All figures are sampled in rounds, one call of each per round, so every figure sees the
+same moment of a noisy machine:
+
+- durable write (floor): 10 KB written to a temp file, fsync, rename over the target,
+  fsync of the directory, in plain Python: what no durable write can avoid;
+- bare FastMCP, durable write: a bare FastMCP server whose one synchronous tool does the
+  same, called through an in-memory client: the floor plus the protocol;
+- read_file 10 KB and write_file 10 KB through our server (in-memory client);
+- write_file 10 KB, long session: the same on a workspace whose stale-read records are
+  full (this session has read 512 files, 4,096 files have a last writer recorded).
+
+The target: write_file within 1.5 ms of read_file, with every record kept. `write_file -
+bare durable` is what our checks and records add to a durable write.
+
+    python bench/writes.py [--calls 300] [--json bench/results/writes.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from fastmcp import Client, FastMCP
+
+from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.core import limits
+from agent_workspace_mcp.core.state import stale_reads
+from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+from floors import WARM_UP_CALLS  # bench/floors.py
+
+HERE = Path(__file__).resolve().parent
+SIZE = 10 * 1024
+CONTENTS = ("a" * (SIZE - 1) + "\n", "b" * (SIZE - 1) + "\n")  # each write changes the file
+
+
+def durable_write(directory: str, name: str, data: bytes) -> None:
+    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, os.path.join(directory, name))
+    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def bare_writer(directory: str) -> FastMCP:
+    mcp = FastMCP("bare")
+
+    @mcp.tool
+    def write(content: str) -> str:
+        data = content.encode()
+        durable_write(directory, "out.txt", data)
+        return f"Updated out.txt ({len(data)} bytes)"
+
+    return mcp
+
+
+async def long_session(client: Client, root: Path) -> None:
+    """Fill the records as a long session would: 512 files read, 4,096 last writers."""
+    many = root / "many"
+    many.mkdir()
+    for n in range(limits.SEEN_PATHS_PER_SESSION):
+        (many / f"f{n}.txt").write_text(f"{n}\n")
+        await client.call_tool("read_file", {"path": f"many/f{n}.txt"})
+    records = stale_reads.records_for(WorkspaceRegistry.confined(str(root)).primary)
+    digest = "0" * 64
+    writers = {f"elsewhere/f{n}.txt": digest for n in range(limits.SEEN_WRITERS)}
+    records.update(stale_reads.Agent("another session"), {}, writers)
+
+
+async def run(calls: int) -> dict[str, list[float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        floor_dir, bare_dir, fresh, full = (base / n for n in ("floor", "bare", "ws", "full"))
+        for directory in (floor_dir, bare_dir, fresh, full):
+            directory.mkdir()
+        for root in (fresh, full):
+            (root / "small.txt").write_text("x" * (SIZE - 1) + "\n")
+        settings = {"audit": False}
+        async with (
+            Client(bare_writer(str(bare_dir))) as bare,
+            Client(create_server(Settings(root=str(fresh), **settings))) as ours,
+            Client(create_server(Settings(root=str(full), **settings))) as old,
+        ):
+            await long_session(old, full)
+            turn = [0]
+
+            def content() -> str:
+                return CONTENTS[turn[0] % 2]
+
+            async def floor() -> None:
+                durable_write(str(floor_dir), "out.txt", content().encode())
+
+            figures: dict[str, Callable[[], Awaitable[object]]] = {
+                "durable write (floor)": floor,
+                "bare FastMCP, durable write": lambda: bare.call_tool(
+                    "write", {"content": content()}
+                ),
+                "read_file 10 KB": lambda: ours.call_tool("read_file", {"path": "small.txt"}),
+                "write_file 10 KB": lambda: ours.call_tool(
+                    "write_file", {"path": "out.txt", "content": content()}
+                ),
+                "write_file 10 KB, long session": lambda: old.call_tool(
+                    "write_file", {"path": "out.txt", "content": content()}
+                ),
+            }
+            samples: dict[str, list[float]] = {name: [] for name in figures}
+            for n in range(WARM_UP_CALLS + calls):
+                turn[0] = n
+                for name, call in figures.items():
+                    started = time.perf_counter()
+                    await call()
+                    if n >= WARM_UP_CALLS:
+                        samples[name].append((time.perf_counter() - started) * 1000)
+            return samples
+
+
+def p(samples: list[float], q: int) -> float:
+    return statistics.quantiles(sorted(samples), n=100, method="inclusive")[q - 1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--json", default=str(HERE / "results" / "writes.json"))
+    args = parser.parse_args()
+    samples = asyncio.run(run(args.calls))
+    rows = []
+    print(f"{'figure':32} {'p50 ms':>7} {'p95 ms':>7}")
+    for name, values in samples.items():
+        row = {"figure": name, "p50_ms": round(statistics.median(values), 2)}
+        row["p95_ms"] = round(p(values, 95), 2)
+        rows.append(row)
+        print(f"{name:32} {row['p50_ms']:7.2f} {row['p95_ms']:7.2f}")
+    p50 = {row["figure"]: row["p50_ms"] for row in rows}
+    derived = {
+        "write_file - read_file": p50["write_file 10 KB"] - p50["read_file 10 KB"],
+        "long session - read_file": p50["write_file 10 KB, long session"] - p50["read_file 10 KB"],
+        "write_file - bare durable": p50["write_file 10 KB"] - p50["bare FastMCP, durable write"],
+        "bare durable - floor": p50["bare FastMCP, durable write"] - p50["durable write (floor)"],
+    }
+    for name, value in derived.items():
+        print(f"{name:32} {value:+7.2f} ms (p50)")
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        json.dumps(
+            {
+                "benchmark": "writes",
+                "cpus": os.cpu_count(),
+                "calls": args.calls,
+                "rows": rows,
+                "derived_ms": {k: round(v, 2) for k, v in derived.items()},
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
