@@ -25,6 +25,9 @@ def big_tree(ws: Path) -> Path:
     (ws / "long.js").write_text(
         "".join(f"function g{i}(a){{return a+{i}}};" for i in range(30_000))
     )
+    # Every level uses `x`: finding each use's enclosing function walks down the levels.
+    deep = "".join(f"function h{i}(){{x;\n" for i in range(n)) + "}" * n + "\n"
+    (ws / "deep_refs.js").write_text(deep)
     (ws / "refs.py").write_text("".join(f"def d{i}():\n    return target\n" for i in range(30_000)))
     return ws
 
@@ -44,6 +47,9 @@ async def test_code_navigation_answers_on_pathological_files(big_tree: Path) -> 
         with anyio.fail_after(HANG):
             inside = await call(client, "find_references", name="f23999", path="nested.js")
         assert not inside.is_error or "no references" in inside.text
+        with anyio.fail_after(HANG):
+            uses = await call(client, "find_references", name="x", path="deep_refs.js")
+        assert not uses.is_error, uses.text
 
 
 async def test_undo_over_a_planted_index_of_20000_lines_answers(ws: Path) -> None:

@@ -28,7 +28,7 @@ from . import shapes
 from .index import Lines, ReferenceIndex, SymbolIndex, signatures
 from .languages import EXTENSIONS, language_of, supported
 from .lexing import only_in_literals
-from .outline import Definition, definitions
+from .outline import Definition, Enclosing, definitions
 
 # Every extension we parse, as one glob for the engine's listing.
 SOURCE_GLOB = "**/*.{" + ",".join(sorted(ext[1:] for ext in EXTENSIONS)) + "}"
@@ -299,47 +299,28 @@ def references_in(
         tree = parse(source.language, source.data, until)
     except ParseTimeout:
         return [], True
-    defs = definitions(source.language, source.data, tree)  # the same tree: one parse
+    around = Enclosing(source.language, source.data, tree)
     lines = source.data.split(b"\n")
     pattern = word_pattern(word)
     found: list[Reference] = []
     seen_rows: set[int] = set()
-    # Matches come in source order, definitions too (parents first): the definitions open
-    # at a row are a stack, so the innermost is its top (issue 28: scanning every
-    # definition per match took 31 s for 30,000 of them).
-    pending = iter(sorted(defs, key=lambda d: (d.start, -d.end)))
-    upcoming = next(pending, None)
-    open_: list[Definition] = []
+    row, counted = 0, 0  # the row of byte `counted`
     for count, match in enumerate(pattern.finditer(source.data)):
         if count % 64 == 63 and time.monotonic() > until:
             return found, True
-        node = tree.root_node.descendant_for_byte_range(match.start(), match.end())
-        if node is None or node.type not in _IDENTIFIERS or node.text != word.encode():
-            continue
-        row = node.start_point.row
+        row += source.data.count(b"\n", counted, match.start())
+        counted = match.start()
         if row in seen_rows:
+            continue  # one reference a line: the walk down is not needed
+        node, enclosing = around.at(match.start(), match.end(), until)
+        if node is None:
+            return found, True
+        if node.type not in _IDENTIFIERS or node.text != word.encode():
             continue
         seen_rows.add(row)
-        line = row + 1
-        while upcoming is not None and upcoming.start <= line:
-            while open_ and open_[-1].end < upcoming.start:
-                open_.pop()
-            open_.append(upcoming)
-            upcoming = next(pending, None)
-        while open_ and open_[-1].end < line:
-            open_.pop()
-        enclosing = _innermost(open_, line)
         text = lines[row].decode("utf-8", "replace").strip()
-        found.append(Reference(line, text, enclosing))
+        found.append(Reference(row + 1, text, enclosing))
     return found, False
-
-
-def _innermost(open_: list[Definition], line: int) -> str | None:
-    """The deepest open definition holding `line` (siblings on one line share the stack)."""
-    for definition in reversed(open_):
-        if definition.start <= line <= definition.end:
-            return definition.qualified
-    return None
 
 
 def word_pattern(word: str) -> re.Pattern[bytes]:

@@ -8,6 +8,7 @@ ERROR nodes, so a file with syntax errors still outlines what parses.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import threading
 import time
 from collections import OrderedDict
@@ -216,6 +217,48 @@ def _definitions(language: str, source: bytes, tree: Any = None) -> Outline:
             open_.append((node.end_byte, definition))
             found.append(definition)
     return found
+
+
+class Enclosing:
+    """The definitions around places in one parsed file, found by walking down to each
+    place (issue 47): `find_references` needs the enclosing definition of a few
+    references, and the whole outline cost a third of a cold query. Each definition met
+    on the way is made once, as `definitions()` makes it (same nesting, same names)."""
+
+    def __init__(self, language: str, source: bytes, tree: Any) -> None:
+        self.language, self.source, self.root = language, source, tree.root_node
+        self.types, self.kinds = _types(language), KINDS[language]
+        self._made: dict[tuple[int, int, str], Definition | None] = {}
+
+    def at(self, start: int, end: int, until: float) -> tuple[Any, str | None]:
+        """The smallest node holding bytes [start, end), and the qualified name of the
+        innermost definition holding that node (None at the top level); (None, None)
+        past `until` (a file nested thousands deep costs a step per level)."""
+        node, parent = self.root, None
+        cursor = self.root.walk()
+        for step in itertools.count(1):
+            if step % 1024 == 0 and time.monotonic() > until:
+                return None, None
+            if node.type in self.types:
+                parent = self._made_from(node, parent) or parent
+            if cursor.goto_first_child_for_byte(start) is None:
+                break
+            child = cursor.node
+            if child is None or child.start_byte > start or child.end_byte < end:
+                break
+            node = child
+        return node, None if parent is None else parent.qualified
+
+    def _made_from(self, node: Any, parent: Definition | None) -> Definition | None:
+        key = (node.start_byte, node.end_byte, node.type)
+        if key not in self._made:
+            depth, qualifier, enclosing = 0, "", None
+            if parent is not None:
+                depth, qualifier, enclosing = parent.depth + 1, parent.qualified + ".", parent.kind
+            self._made[key] = _definition(
+                node, self.kinds, self.language, self.source, depth, qualifier, enclosing
+            )
+        return self._made[key]
 
 
 _QUERIES: dict[str, Any] = {}
