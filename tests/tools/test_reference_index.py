@@ -71,6 +71,23 @@ def test_a_dismissed_file_has_no_reference_in_real_python() -> None:
     assert checked > 200
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        b'def f():\n    return"""x."""\nThing()\ndef g():\n    """doc"""\n',
+        b'def f(a):\n    return a if"x."else"""y"""\nThing()\n"""z"""\n',
+    ],
+)
+def test_a_string_right_after_a_keyword_never_hides_a_reference(source: bytes) -> None:
+    """The lexer skipped a quote right after a name (`return` then three quotes), so the string's
+    closing quotes opened a string that ran to the next docstring, and the reference in
+    between was taken for string text: the file was dismissed though tree-sitter finds
+    the reference."""
+    refs, _ = references_in(Source("k.py", "k.py", "python", source), "Thing")
+    assert [r.line for r in refs] == [3]
+    assert not lexing.only_in_literals(source, word_pattern("Thing"))
+
+
 def test_an_unterminated_string_is_unsure() -> None:
     assert lexing.python_literals(b"x = 'open\nThing\n") is None
     assert not lexing.only_in_literals(b"x = 'open\nThing\n", word_pattern("Thing"))

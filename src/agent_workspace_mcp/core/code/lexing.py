@@ -31,7 +31,10 @@ _TOKEN = re.compile(
     rb"(?=[#\"'rRbBuUfF])"
     rb"(?:(?P<c>#[^\n]*)"
     rb"|(?<![A-Za-z0-9_])(?P<s>[rRbBuU]{0,2}(?:" + b"|".join([_DQ3, _SQ3, _DQ, _SQ]) + rb"))"
-    rb"|(?<![A-Za-z0-9_])(?P<o>[rRbBuUfF]{0,3})(?P<q>\"\"\"|'''|\"|'))",
+    rb"|(?<![A-Za-z0-9_])(?P<o>[rRbBuUfF]{0,3})(?P<q>\"\"\"|'''|\"|')"
+    # A quote right after a name no prefix explains (`return"""x"""`): skipping it
+    # would pair the string's closing quotes as an opener; unsure.
+    rb"|(?<=[A-Za-z0-9_])(?P<u>[\"']))",
     re.S,
 )
 # A string's body after its opening quote, through the closing one.
@@ -62,7 +65,10 @@ def literal_spans(data: bytes) -> Iterator[tuple[int, int]]:
     pos = 0
     while True:
         for match in _TOKEN.finditer(data, pos):
-            if match.lastgroup != "q":
+            kind = match.lastgroup
+            if kind == "u":
+                raise Unsure
+            if kind != "q":
                 yield match.span()  # a comment or a whole plain string
                 continue
             if b"f" not in match.group("o").lower():
