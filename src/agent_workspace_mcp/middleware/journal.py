@@ -30,6 +30,12 @@ from .outcome import Outcome, observed
 log = logging.getLogger("agent_workspace_mcp")
 
 
+def _state_usable(ws) -> None:
+    """The state lock taken (waited for, boundedly) and let go: the record can be written."""
+    with state_lock(ws):
+        pass
+
+
 class JournalMiddleware(Middleware):
     def __init__(self, services: Services) -> None:
         self.services = services
@@ -52,8 +58,7 @@ class JournalMiddleware(Middleware):
     def _ready_here(ws) -> None:
         """`_ready` in the tool's worker thread, where a held lock can simply be waited for."""
         try:
-            with state_lock(ws):
-                pass
+            _state_usable(ws)
         except WorkspaceError as exc:
             raise WorkspaceError(f"not done: {exc}") from None
 
@@ -61,14 +66,8 @@ class JournalMiddleware(Middleware):
         """A mutating call never proceeds without its record: the state must be writable
         and its lock obtainable (a held lock is waited for, boundedly, off the loop)."""
         try:
-            if try_state_lock(ws):
-                return
-
-            def wait() -> None:
-                with state_lock(ws):
-                    pass
-
-            await anyio.to_thread.run_sync(wait)
+            if not try_state_lock(ws):
+                await anyio.to_thread.run_sync(_state_usable, ws)
         except WorkspaceError as exc:
             raise ToolError(f"not done: {exc}") from None
 

@@ -257,8 +257,9 @@ _scope: ContextVar[_Scope | None] = ContextVar("awm_state_scope", default=None)
 @contextlib.contextmanager
 def state_scope() -> Iterator[None]:
     """State directories located inside are reused until the end (nested: the outer
-    scope's). Only around work that runs no agent program: a command could move a state
-    directory while the call holds it open."""
+    scope's): one tool call. A folder moved or replaced meanwhile is not followed (the
+    fd is the directory checked); only a process that can already write the state
+    directory could move one, and under the sandbox commands cannot."""
     if _scope.get() is not None:
         yield
         return

@@ -11,7 +11,7 @@ reads only what was appended since; another process's appends are read the same 
 Appends are made by the holders of the record's lock, one `write()` each; a reader never
 takes a line without its newline (an append in progress). A line that does not parse (a
 crash tore it) is skipped, and the next append starts on a line of its own. When the
-lines outnumber twice the bound, or the bytes COMPACT_BYTES, the lock's holder writes the
+lines outnumber twice the bound, or the bytes FOLDLOG_COMPACT_BYTES, the lock's holder writes the
 folded mapping as one line to a new file renamed over the old, so a reader without the
 lock sees the old file or the new one, whole. Not fsynced: these are hints, and a lost
 tail only makes the guard forget.
@@ -27,9 +27,10 @@ from typing import Any
 from .. import safejson
 from ..containment import Located
 from ..errors import WorkspaceError, describe_os_error
-from ..limits import FOLDLOG_COMPACT_BYTES, MIB
+from ..fdread import read_capped
+from ..limits import FOLDLOG_COMPACT_BYTES
 from .files import open_state
-from .records import _replace, dumps
+from .records import dumps, replace_record
 
 Valid = Callable[[Any], bool]
 
@@ -64,15 +65,19 @@ def load(loc: Located, cached: Folded | None, bound: int, valid: Valid) -> Folde
             start, lines, entries = 0, 0, {}
         if st.st_size - start > FOLDLOG_COMPACT_BYTES * 2:
             return Folded(ident, st.st_size)  # grown past any bound: damaged, start afresh
-        data = _read_from(fd, start, st.st_size)
+        os.lseek(fd, start, os.SEEK_SET)
+        data = read_capped(fd, st.st_size - start)
     finally:
         os.close(fd)
     end = data.rfind(b"\n") + 1
     for raw in data[:end].split(b"\n")[:-1]:
         lines += 1
-        _fold(entries, raw, valid)
-    while len(entries) > bound:
-        entries.pop(next(iter(entries)))
+        try:
+            change = safejson.loads(raw)
+        except ValueError:
+            continue  # torn by a crash, or planted: that line only is lost
+        if isinstance(change, dict):
+            _apply(entries, change, bound, valid)
     return Folded(ident, start + end, lines, entries)
 
 
@@ -82,12 +87,7 @@ def append(
     """Under the record's lock, with `folded` just loaded under it: add one change (or,
     past the bound, rewrite the record folded); the record as it now is."""
     entries = dict(folded.entries)
-    for key, value in change.items():
-        entries.pop(key, None)
-        if value is not None and valid(value):
-            entries[key] = value
-    while len(entries) > bound:
-        entries.pop(next(iter(entries)))
+    _apply(entries, change, bound, valid)
     line = (dumps(change) + "\n").encode("utf-8")
     if folded.lines + 1 > 2 * bound or folded.offset + len(line) > FOLDLOG_COMPACT_BYTES:
         return _compact(loc, entries)
@@ -98,7 +98,7 @@ def append(
         torn = st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n"
         if torn:  # a crash tore the last append: this one starts on a line of its own
             line = b"\n" + line
-        _write_all(fd, line)
+        os.write(fd, line)  # one write, as the journal's (a short one: a torn line)
         ident = (st.st_dev, st.st_ino)
     except OSError as exc:
         raise WorkspaceError(describe_os_error(exc, loc.display)) from None
@@ -111,37 +111,18 @@ def append(
 
 def _compact(loc: Located, entries: dict[str, Any]) -> Folded:
     data = (dumps(entries) + "\n").encode("utf-8")
-    _replace(loc, data, durable=False)
+    replace_record(loc, data, durable=False)
     st = loc.lstat()
     ident = (st.st_dev, st.st_ino) if st is not None else (0, 0)
     return Folded(ident, len(data), 1, entries)
 
 
-def _fold(entries: dict[str, Any], raw: bytes, valid: Valid) -> None:
-    try:
-        change = safejson.loads(raw)
-    except ValueError:
-        return  # torn by a crash, or planted: that line only is lost
-    if not isinstance(change, dict):
-        return
+def _apply(entries: dict[str, Any], change: dict[str, Any], bound: int, valid: Valid) -> None:
+    """One change, folded in: a key set again moves to the end; past the bound the
+    oldest go."""
     for key, value in change.items():
         entries.pop(key, None)
         if value is not None and valid(value):
             entries[key] = value
-
-
-def _read_from(fd: int, start: int, size: int) -> bytes:
-    chunks, position = [], start
-    while position < size:
-        chunk = os.pread(fd, min(MIB, size - position), position)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        position += len(chunk)
-    return b"".join(chunks)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view, done = memoryview(data), 0
-    while done < len(data):
-        done += os.write(fd, view[done:])
+    while len(entries) > bound:
+        entries.pop(next(iter(entries)))

@@ -33,7 +33,7 @@ def read_json(ws: Workspace, *parts: str) -> Any:
         ) from None
 
 
-def _replace(loc: Located, data: bytes, durable: bool = True) -> None:
+def replace_record(loc: Located, data: bytes, durable: bool = True) -> None:
     """Atomic replace; whatever unsafe thing sits at the name is discarded first."""
     st = loc.lstat()
     if st is not None and not stat.S_ISDIR(st.st_mode):
@@ -62,12 +62,12 @@ def write_json(ws: Workspace, value: Any, *parts: str, hint: bool = False) -> No
     without fsync, since a torn copy after a crash reads as damaged and costs only time."""
     data = (dumps(value, indent=None if hint else 2) + "\n").encode("utf-8")
     with locate_state(ws, *parts, create_parents=True) as loc:
-        _replace(loc, data, durable=not hint)
+        replace_record(loc, data, durable=not hint)
 
 
 def write_text(ws: Workspace, text: str, *parts: str) -> None:
     with locate_state(ws, *parts, create_parents=True) as loc:
-        _replace(loc, text.encode("utf-8"))
+        replace_record(loc, text.encode("utf-8"))
 
 
 def file_size(ws: Workspace, *parts: str) -> int | None:
