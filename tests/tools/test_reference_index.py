@@ -54,6 +54,26 @@ def test_the_lexer_agrees_with_tree_sitter_on_tricky_source() -> None:
     assert inside == [True, True, True, False, False, True, True, True, True, False]
 
 
+@pytest.mark.parametrize("word", ["Thing", "x", "_", "$el", "a1"])
+def test_the_word_pattern_finds_the_word_only_where_it_stands_alone(word: str) -> None:
+    """The word first, its left edge checked after (the fast form): the same matches as
+    asking of every occurrence whether a name character touches either side."""
+    data = (
+        f"{word} {word}{word} x{word} {word}_ 9{word} ${word} é{word} ({word}) {word}"
+    ).encode()
+    name = re.compile(rb"[A-Za-z0-9_$]")
+    w = word.encode()
+    expected = [
+        (i, i + len(w))
+        for i in range(len(data))
+        if data.startswith(w, i)
+        and not (i and name.match(data, i - 1))
+        and not name.match(data, i + len(w))
+    ]
+    assert [m.span() for m in word_pattern(word).finditer(data)] == expected
+    assert expected  # the first and the last occurrence stand alone
+
+
 @pytest.mark.slow  # lexes and parses every module of the package
 def test_a_dismissed_file_has_no_reference_in_real_python() -> None:
     """Every word of every comment and docstring of this package's source: where the

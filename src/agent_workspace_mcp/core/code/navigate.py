@@ -324,8 +324,14 @@ def references_in(
 
 
 def word_pattern(word: str) -> re.Pattern[bytes]:
-    """The identifier `word` in source bytes (not inside a longer name)."""
-    return re.compile(rb"(?<![A-Za-z0-9_$])" + re.escape(word.encode()) + rb"(?![A-Za-z0-9_$])")
+    """The identifier `word` in source bytes (not inside a longer name).
+
+    The word comes first and the name character before it is ruled out after it (a
+    lookbehind over the word and one byte): a pattern that starts with a lookbehind
+    loses the engine's literal-prefix search and tries every byte (measured: 2.6 ms
+    against 0.06 ms on a 92 KB file, most of a cold `find_references`)."""
+    literal = re.escape(word.encode())
+    return re.compile(literal + rb"(?<![A-Za-z0-9_$]" + literal + rb")(?![A-Za-z0-9_$])")
 
 
 def find_references(
