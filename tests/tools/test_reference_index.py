@@ -58,9 +58,7 @@ def test_the_lexer_agrees_with_tree_sitter_on_tricky_source() -> None:
 def test_the_word_pattern_finds_the_word_only_where_it_stands_alone(word: str) -> None:
     """The word first, its left edge checked after (the fast form): the same matches as
     asking of every occurrence whether a name character touches either side."""
-    data = (
-        f"{word} {word}{word} x{word} {word}_ 9{word} ${word} é{word} ({word}) {word}"
-    ).encode()
+    data = f"{word} {word}{word} x{word} {word}_ 9{word} ${word} é{word} ({word}) {word}".encode()
     name = re.compile(rb"[A-Za-z0-9_$]")
     w = word.encode()
     expected = [
