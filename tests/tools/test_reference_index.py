@@ -157,6 +157,28 @@ async def test_unchanged_files_are_answered_without_a_parse(ws: Path, parses: li
         assert "pkg/use.py" not in await ok(client, "find_references", name="Widget")
 
 
+async def test_the_same_content_is_judged_once_whatever_its_name(
+    ws: Path, parses: list[int]
+) -> None:
+    """By content digest: copies are parsed once, and a file rewritten with the same
+    bytes (a branch switch, a formatter: a new signature) is not parsed again."""
+    project(ws)
+    for n in range(3):
+        (ws / "pkg" / f"copy{n}.py").write_text("from .widget import Widget\n\nw = Widget()\n")
+    async with open_client(Settings(root=str(ws))) as client:
+        first = await ok(client, "find_references", name="Widget")
+        assert all(f"pkg/copy{n}.py" in first for n in range(3))
+        assert len(parses) == 3  # widget.py, use.py (its copies share it) and app.js
+        parses.clear()
+        use = ws / "pkg" / "use.py"
+        use.write_text(use.read_text())  # same bytes, new signature
+        assert await ok(client, "find_references", name="Widget") == first
+        assert parses == []
+        use.write_text("w = Widget\n")  # new bytes: judged again
+        assert "pkg/use.py\n  1: w = Widget\n" in await ok(client, "find_references", name="Widget")
+        assert len(parses) == 1
+
+
 async def test_a_restart_starts_warm_and_damage_costs_only_time(
     ws: Path, parses: list[int]
 ) -> None:
@@ -170,7 +192,11 @@ async def test_a_restart_starts_warm_and_damage_costs_only_time(
     async with open_client(Settings(root=str(ws))) as client:
         assert await ok(client, "find_references", name="Widget") == first
     assert parses == []
-    for damage in ("not json", '{"version": 1, "files": {"pkg/use.py": [[1], {"Widget": 5}]}}'):
+    for damage in (
+        "not json",
+        '{"version": 2, "files": {"pkg/use.py": [[1], 5]}, "contents": []}',
+        '{"version": 2, "files": {"pkg/use.py": [[1,2,3,4,5], "d"]}, "contents": {"d": 5}}',
+    ):
         kept.write_text(damage)
         restart()
         async with open_client(Settings(root=str(ws))) as client:
@@ -183,8 +209,8 @@ async def test_a_planted_index_shows_no_line_the_file_does_not_hold(ws: Path) ->
         first = await ok(client, "find_references", name="Widget")
     kept = ws / ".workspace-mcp" / index.REFERENCES_FILE
     data = json.loads(kept.read_text())
-    sig, _ = data["files"]["pkg/use.py"]
-    data["files"]["pkg/use.py"] = [sig, {"Widget": [[1, "forged"], [2, None]]}]
+    _, digest = data["files"]["pkg/use.py"]
+    data["contents"][digest] = {"Widget": [[1, "forged"], [2, None]]}
     kept.write_text(json.dumps(data))
     restart()
     async with open_client(Settings(root=str(ws))) as client:

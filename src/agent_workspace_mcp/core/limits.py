@@ -494,6 +494,8 @@ SYMBOL_INDEX_FILES = 100_000
 # ours (issue 47): definition-shaped lines kept per file by find_symbol's prefilter; a file
 # with more is parsed whatever they say (the prefilter only ever narrows by what it read)
 SHAPE_LINES_PER_FILE = 64
-# ours (issue 47): (file, word) pairs the reference index keeps, in memory and in
-# references.json (a pair is a signature and a few line numbers: ~10 MB at the bound)
+# ours (issue 47): (content, word) pairs the reference index keeps, in memory and in
+# references.json (a pair is a few line numbers: ~10 MB at the bound), and the files it
+# knows the content digest of (the symbol index's bound, for the same trees)
 REFERENCE_INDEX_ENTRIES = 200_000
+REFERENCE_INDEX_FILES = SYMBOL_INDEX_FILES

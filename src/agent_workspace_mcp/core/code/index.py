@@ -23,6 +23,7 @@ defines nothing: it is a hint about which files to read, never something shown.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import stat
@@ -31,7 +32,7 @@ from collections import OrderedDict
 
 from ..containment import open_dir
 from ..errors import WorkspaceError
-from ..limits import REFERENCE_INDEX_ENTRIES, SYMBOL_INDEX_FILES
+from ..limits import REFERENCE_INDEX_ENTRIES, REFERENCE_INDEX_FILES, SYMBOL_INDEX_FILES
 from ..state.records import read_json, write_json
 from ..workspaces import Workspace
 
@@ -134,21 +135,31 @@ def signatures(ws: Workspace, rels: list[str]) -> dict[str, Signature | None]:
 
 # (line, enclosing definition) of each reference to one word in one file
 Lines = tuple[tuple[int, str | None], ...]
+Digest = str  # blake2b-128 of a file's bytes, hex
+
+
+def content_digest(data: bytes) -> Digest:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 class ReferenceIndex:
-    """Where each asked-for word is a reference (outside comments and strings) in each
-    file, by the file's stat signature (issue 47): a repeated `find_references` reads
-    only the files that hold one, and parses none that did not change. Like the symbol
-    index: bounded (REFERENCE_INDEX_ENTRIES words over all files, least recently used
-    out), kept in the state directory (`references.json`), never trusted past a changed
-    signature, and only a hint of which lines to show: each shown line is read again
-    through the containment walk and must still hold the word."""
+    """Where each asked-for word is a reference (outside comments and strings), by
+    content digest (issue 47): identical files (a vendored copy, a file a branch switch
+    or a formatter rewrote unchanged) are judged once. Each file is remembered as its
+    stat signature and the digest it had, so a repeated `find_references` reads only
+    the files that hold a reference, and parses none whose content it has judged.
+
+    Like the symbol index: bounded (REFERENCE_INDEX_ENTRIES words over all contents,
+    REFERENCE_INDEX_FILES files, least recently used out), kept in the state directory
+    (`references.json`), a file's entry never trusted past a changed signature, and only
+    a hint of which lines to show: each shown line is read again through the
+    containment walk and must still hold the word."""
 
     def __init__(self, ws: Workspace, persist: bool) -> None:
         self.ws = ws
         self.persist = persist
-        self.files: OrderedDict[str, tuple[Signature, dict[str, Lines]]] = OrderedDict()
+        self.files: OrderedDict[str, tuple[Signature, Digest]] = OrderedDict()
+        self.contents: OrderedDict[Digest, dict[str, Lines]] = OrderedDict()
         self.entries = 0
         self.dirty = False
         self.lock = threading.Lock()
@@ -156,6 +167,7 @@ class ReferenceIndex:
             self._load()
 
     def known(self, rel: str, signature: Signature | None, word: str) -> Lines | None:
+        """What is known of `word` in the file, unread: None unless it is unchanged."""
         if signature is None:
             return None
         with self.lock:
@@ -163,25 +175,39 @@ class ReferenceIndex:
             if entry is None or entry[0] != signature:
                 return None
             self.files.move_to_end(rel)
-            return entry[1].get(word)
+            return self._words(entry[1], word)
 
-    def learn(self, rel: str, signature: Signature | None, word: str, lines: Lines) -> None:
-        if signature is None:
-            return
+    def by_content(self, digest: Digest, word: str) -> Lines | None:
+        """What is known of `word` in any file with these bytes."""
         with self.lock:
-            entry = self.files.get(rel)
-            if entry is None or entry[0] != signature:
-                if entry is not None:
-                    self.entries -= len(entry[1])
-                entry = self.files[rel] = (signature, {})
-            if entry[1].get(word) == lines:
+            return self._words(digest, word)
+
+    def _words(self, digest: Digest, word: str) -> Lines | None:
+        words = self.contents.get(digest)
+        if words is None:
+            return None
+        self.contents.move_to_end(digest)
+        return words.get(word)
+
+    def learn(
+        self, rel: str, signature: Signature | None, digest: Digest, word: str, lines: Lines
+    ) -> None:
+        with self.lock:
+            if signature is not None and self.files.get(rel) != (signature, digest):
+                self.files[rel] = (signature, digest)
+                self.files.move_to_end(rel)
+                while len(self.files) > REFERENCE_INDEX_FILES:
+                    self.files.popitem(last=False)
+                self.dirty = True
+            words = self.contents.setdefault(digest, {})
+            self.contents.move_to_end(digest)
+            if words.get(word) == lines:
                 return
-            self.entries += word not in entry[1]
-            entry[1][word] = lines
-            self.files.move_to_end(rel)
-            while self.entries > REFERENCE_INDEX_ENTRIES and self.files:
-                _, (_, words) = self.files.popitem(last=False)
-                self.entries -= len(words)
+            self.entries += word not in words
+            words[word] = lines
+            while self.entries > REFERENCE_INDEX_ENTRIES and self.contents:
+                _, dropped = self.contents.popitem(last=False)
+                self.entries -= len(dropped)
             self.dirty = True
 
     def save(self) -> None:
@@ -189,38 +215,48 @@ class ReferenceIndex:
             return
         with self.lock:
             snapshot = {
-                rel: [list(sig), {w: [list(x) for x in ls] for w, ls in words.items()}]
-                for rel, (sig, words) in self.files.items()
+                "version": 2,
+                "files": {rel: [list(sig), digest] for rel, (sig, digest) in self.files.items()},
+                "contents": {
+                    digest: {w: [list(x) for x in ls] for w, ls in words.items()}
+                    for digest, words in self.contents.items()
+                },
             }
             self.dirty = False
         try:
-            write_json(self.ws, {"version": 1, "files": snapshot}, REFERENCES_FILE, hint=True)
+            write_json(self.ws, snapshot, REFERENCES_FILE, hint=True)
         except (OSError, WorkspaceError) as exc:
             log.warning("reference index not saved in %s: %s", self.ws.name, exc)
 
     def _load(self) -> None:
+        """What a previous server kept; an older format or a damaged entry is dropped
+        (it costs only time: the files are judged again)."""
         try:
             data = read_json(self.ws, REFERENCES_FILE)
         except WorkspaceError as exc:
             log.warning("reference index ignored in %s: %s", self.ws.name, exc)
             return
-        files = data.get("files") if isinstance(data, dict) and data.get("version") == 1 else None
-        if not isinstance(files, dict):
+        if not (isinstance(data, dict) and data.get("version") == 2):
             return
-        for rel, entry in files.items():
+        files, contents = data.get("files"), data.get("contents")
+        if not (isinstance(files, dict) and isinstance(contents, dict)):
+            return
+        for digest, words in contents.items():
             with contextlib.suppress(TypeError, ValueError, OverflowError, AttributeError):
-                sig, words = entry
-                signature = tuple(int(n) for n in sig)
-                if not (isinstance(rel, str) and len(signature) == 5):
-                    continue
                 kept = {
                     str(w): tuple((int(line), None if e is None else str(e)) for line, e in ls)
                     for w, ls in words.items()
                 }
-                self.files[rel] = (signature, kept)
-                self.entries += len(kept)
-                if self.entries > REFERENCE_INDEX_ENTRIES:
+                if self.entries + len(kept) > REFERENCE_INDEX_ENTRIES:
                     break
+                self.contents[str(digest)] = kept
+                self.entries += len(kept)
+        for rel, entry in list(files.items())[-REFERENCE_INDEX_FILES:]:
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                sig, digest = entry
+                signature = tuple(int(n) for n in sig)
+                if isinstance(rel, str) and len(signature) == 5 and isinstance(digest, str):
+                    self.files[rel] = (signature, digest)
 
 
 _indexes: dict[tuple[str, str], SymbolIndex] = {}

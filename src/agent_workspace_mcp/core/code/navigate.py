@@ -25,7 +25,7 @@ from ..search.results import GrepQuery, ListQuery
 from ..textio import is_binary, read_bytes
 from ..workspaces import Workspace
 from . import shapes
-from .index import Lines, ReferenceIndex, SymbolIndex, signatures
+from .index import Lines, ReferenceIndex, SymbolIndex, content_digest, signatures
 from .languages import EXTENSIONS, language_of, supported
 from .lexing import only_in_literals
 from .outline import Definition, Enclosing, definitions
@@ -343,7 +343,8 @@ def find_references(
 ) -> tuple[list[tuple[str, list[Reference]]], bool]:
     """Per file (sorted), the references to `name`; the flag says some files were not
     looked at. ripgrep lists the files holding the word (every file, every core); the
-    reference index answers for unchanged files it knows; a Python file whose every
+    reference index answers for unchanged files it knows and for contents it has judged
+    (by digest, whatever the file's name); a Python file whose every
     mention is in a comment or a string literal is dismissed by the lexer; the rest
     are parsed and judged by tree-sitter (issue 47)."""
     word = word_of(name)
@@ -366,6 +367,10 @@ def find_references(
                 source = read_source(ws, rel)
             except (BinaryFileError, InvalidArgumentError, NotFoundError):
                 continue
+            digest = None
+            if index is not None and known is None:  # changed or new: judged by content?
+                digest = content_digest(source.data)
+                known = index.by_content(digest, word)
             refs = None if known is None else _recalled(source, known, pattern)
             if refs is None:
                 partial = False
@@ -374,10 +379,13 @@ def find_references(
                 else:
                     refs, partial = references_in(source, word, deadline)
                 cut = cut or partial
-                if index is not None and not partial:
-                    index.learn(
-                        rel, sigs.get(rel), word, tuple((r.line, r.enclosing) for r in refs)
-                    )
+                if partial:
+                    digest = None  # nothing to learn from a file not looked at to its end
+                elif index is not None and digest is None:  # the index was wrong: relearn
+                    digest = content_digest(source.data)
+            if index is not None and digest is not None:
+                lines = tuple((r.line, r.enclosing) for r in refs)
+                index.learn(rel, sigs.get(rel), digest, word, lines)
             if refs:
                 grouped.append((source.rel, refs))
     finally:
