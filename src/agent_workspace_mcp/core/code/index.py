@@ -247,6 +247,8 @@ class ReferenceIndex:
                     str(w): tuple((int(line), None if e is None else str(e)) for line, e in ls)
                     for w, ls in words.items()
                 }
+                if not kept:
+                    continue  # never written so: nothing to know, only memory to take
                 if self.entries + len(kept) > REFERENCE_INDEX_ENTRIES:
                     break
                 self.contents[str(digest)] = kept

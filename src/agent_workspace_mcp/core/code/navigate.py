@@ -344,9 +344,9 @@ def find_references(
     """Per file (sorted), the references to `name`; the flag says some files were not
     looked at. ripgrep lists the files holding the word (every file, every core); the
     reference index answers for unchanged files it knows and for contents it has judged
-    (by digest, whatever the file's name); a Python file whose every
-    mention is in a comment or a string literal is dismissed by the lexer; the rest
-    are parsed and judged by tree-sitter (issue 47)."""
+    (by digest, whatever the file's name); a Python file whose every mention is in a
+    comment or a string literal is dismissed by the lexer; the rest are parsed and
+    judged by tree-sitter (issue 47)."""
     word = word_of(name)
     rels = engine.files_matching(ws, path, rf"\b{word}\b", SOURCE_GLOB)
     cut = False
