@@ -166,6 +166,14 @@ async def test_write_file_creates_updates_and_keeps_conventions(client: Client, 
     await ok(client, "write_file", path="long.txt", content=long)
     changed = await ok(client, "write_file", path="long.txt", content=long.replace("line", "LINE"))
     assert len(changed.splitlines()) <= 1 + 41 and "(diff truncated, " in changed, changed[-200:]
+    # A minified file's one long line is shown cut, not echoed whole twice (-old, +new).
+    await ok(client, "write_file", path="min.js", content="a" * 10_000 + "\n")
+    cut = await ok(client, "write_file", path="min.js", content="b" * 10_000 + "\n")
+    shown = limits.WRITE_DIFF_LINE_CHARS
+    assert cut.splitlines()[-2:] == [
+        "-" + "a" * (shown - 1) + "... (line truncated)",
+        "+" + "b" * (shown - 1) + "... (line truncated)",
+    ], cut[-300:]
     assert await fails(client, "write_file", path="new", content="x") == "new: is a directory"
 
 

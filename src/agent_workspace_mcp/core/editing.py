@@ -275,8 +275,10 @@ def unified_diff(
     created: bool = False,
     deleted: bool = False,
     max_lines: int = EDIT_DIFF_MAX_LINES,
+    line_chars: int | None = None,
 ) -> str:
-    """A short unified diff (3 lines of context), truncated with a count of what was left out."""
+    """A short unified diff (3 lines of context), truncated with a count of what was left
+    out; with `line_chars`, each longer line is cut there and says so."""
     before_lines = before.splitlines(keepends=True)
     after_lines = after.splitlines(keepends=True)
     for lines in (before_lines, after_lines):
@@ -291,6 +293,11 @@ def unified_diff(
         )
     )
     text = "".join(diff).rstrip("\n").split("\n")
+    if line_chars is not None:
+        text = [
+            line if len(line) <= line_chars else line[:line_chars] + "... (line truncated)"
+            for line in text
+        ]
     if len(text) > max_lines:
         left = len(text) - max_lines
         text = [*text[:max_lines], f"... (diff truncated, {left} more lines)"]

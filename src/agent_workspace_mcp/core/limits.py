@@ -41,6 +41,9 @@ EDIT_DIFF_MAX_LINES = 200
 # (difflib's cost grows faster than the file).
 WRITE_DIFF_MAX_LINES = 40
 WRITE_DIFF_MAX_BYTES = 1024 * 1024
+# ours: a line of that diff is shown up to this many characters, like grep's matches
+# (a minified or generated file's one 10 KB line was otherwise echoed twice, -old +new).
+WRITE_DIFF_LINE_CHARS = 400
 # ours: how many candidate line windows the near-miss search scores with difflib;
 # bounds its cost on large files (each score is O(window length)).
 EDIT_CANDIDATE_WINDOWS = 400

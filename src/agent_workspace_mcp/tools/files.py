@@ -260,7 +260,13 @@ def _write_diff(
     new = content.replace("\r\n", "\n")
     if new == doc.text:
         return "\n(content unchanged)"
-    return "\n" + unified_diff(doc.text, new, display, max_lines=limits.WRITE_DIFF_MAX_LINES)
+    return "\n" + unified_diff(
+        doc.text,
+        new,
+        display,
+        max_lines=limits.WRITE_DIFF_MAX_LINES,
+        line_chars=limits.WRITE_DIFF_LINE_CHARS,
+    )
 
 
 def write_binary_file(
