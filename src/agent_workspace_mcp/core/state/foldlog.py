@@ -55,20 +55,23 @@ def load(loc: Located, cached: Folded | None, bound: int, valid: Valid) -> Folde
     if fd is None:
         return EMPTY
     try:
-        st = os.fstat(fd)
-        ident = (st.st_dev, st.st_ino)
-        if cached is not None and cached.ident == ident and cached.offset <= st.st_size:
-            if cached.offset == st.st_size:
-                return cached
-            start, lines, entries = cached.offset, cached.lines, dict(cached.entries)
-        else:
-            start, lines, entries = 0, 0, {}
-        if st.st_size - start > FOLDLOG_COMPACT_BYTES * 2:
-            return Folded(ident, st.st_size)  # grown past any bound: damaged, start afresh
-        os.lseek(fd, start, os.SEEK_SET)
-        data = read_capped(fd, st.st_size - start)
+        return _fold(fd, os.fstat(fd), cached, bound, valid)
     finally:
         os.close(fd)
+
+
+def _fold(fd: int, st: os.stat_result, cached: Folded | None, bound: int, valid: Valid) -> Folded:
+    ident = (st.st_dev, st.st_ino)
+    if cached is not None and cached.ident == ident and cached.offset <= st.st_size:
+        if cached.offset == st.st_size:
+            return cached
+        start, lines, entries = cached.offset, cached.lines, dict(cached.entries)
+    else:
+        start, lines, entries = 0, 0, {}
+    if st.st_size - start > FOLDLOG_COMPACT_BYTES * 2:
+        return Folded(ident, st.st_size)  # grown past any bound: damaged, start afresh
+    os.lseek(fd, start, os.SEEK_SET)
+    data = read_capped(fd, st.st_size - start)
     end = data.rfind(b"\n") + 1
     for raw in data[:end].split(b"\n")[:-1]:
         lines += 1
@@ -82,30 +85,37 @@ def load(loc: Located, cached: Folded | None, bound: int, valid: Valid) -> Folde
 
 
 def append(
-    loc: Located, change: dict[str, Any], folded: Folded, bound: int, valid: Valid
+    loc: Located, change: dict[str, Any], cached: Folded | None, bound: int, valid: Valid
 ) -> Folded:
-    """Under the record's lock, with `folded` just loaded under it: add one change (or,
-    past the bound, rewrite the record folded); the record as it now is."""
-    entries = dict(folded.entries)
-    _apply(entries, change, bound, valid)
-    line = (dumps(change) + "\n").encode("utf-8")
-    if folded.lines + 1 > 2 * bound or folded.offset + len(line) > FOLDLOG_COMPACT_BYTES:
-        return _compact(loc, entries)
-    fd = open_state(loc, os.O_RDWR | os.O_APPEND, create=True)
-    assert fd is not None
+    """Under the record's lock: fold what was appended since `cached`, then add one change
+    (or, past the bound, rewrite the record folded), through one open of the file (issue
+    47, item 4); the record as it now is."""
     try:
-        st = os.fstat(fd)
-        torn = st.st_size > 0 and os.pread(fd, 1, st.st_size - 1) != b"\n"
-        if torn:  # a crash tore the last append: this one starts on a line of its own
-            line = b"\n" + line
-        os.write(fd, line)  # one write, as the journal's (a short one: a torn line)
-        ident = (st.st_dev, st.st_ino)
+        fd = open_state(loc, os.O_RDWR | os.O_APPEND, create=True)
+        assert fd is not None
+        try:
+            st = os.fstat(fd)
+            folded = _fold(fd, st, cached, bound, valid)
+            entries = dict(folded.entries)
+            _apply(entries, change, bound, valid)
+            line = (dumps(change) + "\n").encode("utf-8")
+            compact = (
+                folded.lines + 1 > 2 * bound or folded.offset + len(line) > FOLDLOG_COMPACT_BYTES
+            )
+            # Bytes past the last newline: a crash tore the last append, so this one
+            # starts on a line of its own.
+            torn = folded.offset < st.st_size
+            if torn:
+                line = b"\n" + line
+            if not compact:
+                os.write(fd, line)  # one write, as the journal's (a short one: a torn line)
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise WorkspaceError(describe_os_error(exc, loc.display)) from None
-    finally:
-        os.close(fd)
-    if ident != folded.ident and folded.ident != (0, 0):
-        return EMPTY  # replaced meanwhile (not by a lock holder): read it again next time
+    if compact:
+        return _compact(loc, entries)
+    ident = (st.st_dev, st.st_ino)
     return Folded(ident, st.st_size + len(line), folded.lines + 1 + torn, entries)
 
 

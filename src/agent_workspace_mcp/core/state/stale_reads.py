@@ -145,11 +145,11 @@ class Records:
         return folded.entries
 
     def _append(self, name: str, at: Located, change: dict[str, Any]) -> None:
-        """Under LOCK: add one change to the record `name` (loaded under it first)."""
+        """Under LOCK: add one change to the record `name` (what was appended since this
+        process last read it is folded in first)."""
         bound, valid = _shape(name)
-        self._load(name, at)
         with self._guard:
-            cached = self._cache.get(name, foldlog.EMPTY)
+            cached = self._cache.get(name)
         folded = foldlog.append(at, change, cached, bound, valid)
         with self._guard:
             self._cache[name] = folded
