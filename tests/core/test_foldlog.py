@@ -68,7 +68,7 @@ def test_a_reader_reads_only_what_was_appended_since(ws: Workspace, tmp_path: Pa
 def test_an_append_in_progress_is_not_taken_and_a_torn_one_is_skipped(
     ws: Workspace, tmp_path: Path
 ) -> None:
-    add(ws, {"a": 1})
+    before = add(ws, {"a": 1})
     record = tmp_path / ".workspace-mcp" / "rec.jsonl"
     with record.open("ab") as handle:
         handle.write(b'{"b": 2')  # no newline yet: still being written
@@ -77,6 +77,12 @@ def test_an_append_in_progress_is_not_taken_and_a_torn_one_is_skipped(
     add(ws, {"c": 3})  # the writer crashed: the next append starts on its own line
     assert load(ws).entries == {"a": 1, "c": 3}
     assert load(ws, half).entries == {"a": 1, "c": 3}
+    # An appender whose fold predates the torn line and the append after it catches up
+    # through the same descriptor it appends with.
+    with locate_state(ws, "rec.jsonl") as loc:
+        now = foldlog.append(loc, {"d": 4}, before, 100, anything)
+    assert now.entries == {"a": 1, "c": 3, "d": 4} == load(ws).entries
+    assert now.offset == record.stat().st_size
 
 
 def test_past_twice_the_bound_the_record_is_rewritten_folded(ws: Workspace, tmp_path: Path) -> None:
