@@ -1,7 +1,9 @@
 """grep and list_files latency through the MCP client, against raw ripgrep as the floor.
 
-The floor is plain parallel rg with the same rules (rg -j1: the same, single-threaded
-in path order, shown for reference).
+The floor is plain parallel rg with the same rules, its output read through a pipe as
+every caller of rg reads it (and as bench/code.py's floors are run). For reference: the
+same rg writing to /dev/null (nothing reads its output; 5-10 ms less on a full scan of
+the corpus) and rg -j1 (single-threaded, in path order).
 
 Corpus: the Django sdist from PyPI (several thousand real files), unpacked once into
 bench/.corpus/, plus a 20x copy of it. For each corpus and query, in one run and
@@ -91,9 +93,11 @@ def rg_args(rg: str, mode: str, arg: str, *, parallel: bool = True) -> list[str]
     return [*base, "--files", "--null", "--max-depth=12", "--", "."]
 
 
-def time_rg(argv: list[str], cwd: Path) -> float:
+def time_rg(argv: list[str], cwd: Path, *, read: bool = True) -> float:
+    """rg's wall time, its output read (`read`) or sent to /dev/null."""
     started = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = subprocess.PIPE if read else subprocess.DEVNULL
+    subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.DEVNULL)
     return time.perf_counter() - started
 
 
@@ -143,13 +147,14 @@ async def run(runs: int, big: bool = True) -> list[dict]:
         fallback = create_server(Settings(root=str(root), search_engine="python", audit=False))
         async with Client(server) as client, Client(fallback) as slow:
             for tool, name, args, arg in QUERIES:
-                ours, floor, sorted_floor, python = [], [], [], []
+                ours, floor, unread, sorted_floor, python = [], [], [], [], []
                 try:  # warm the page cache and imports
                     await time_tool(client, tool, args)
                 except RuntimeError as exc:  # a cold disk can take longer than grep's budget
                     print(f"{label:11} {name}: warm-up call: {exc}", flush=True)
                 for _ in range(runs):
                     floor.append(time_rg(rg_args(rg, tool, arg), root))
+                    unread.append(time_rg(rg_args(rg, tool, arg), root, read=False))
                     sorted_floor.append(time_rg(rg_args(rg, tool, arg, parallel=False), root))
                     ours.append(await time_tool(client, tool, args))
                     if label == "django":
@@ -160,15 +165,18 @@ async def run(runs: int, big: bool = True) -> list[dict]:
                     "query": name,
                     "ours_ms": statistics.median(ours) * 1000,
                     "rg_ms": statistics.median(floor) * 1000,
+                    "rg_devnull_ms": statistics.median(unread) * 1000,
                     "rg_sorted_ms": statistics.median(sorted_floor) * 1000,
                     "python_engine_ms": statistics.median(python) * 1000 if python else None,
                 }
                 row["ratio"] = row["ours_ms"] / row["rg_ms"]
+                row["ratio_devnull"] = row["ours_ms"] / row["rg_devnull_ms"]
                 rows.append(row)
                 py = f"{row['python_engine_ms']:10.1f}" if python else f"{'-':>10}"
                 print(
                     f"{label:11} {files:7d} {name:30} {row['ours_ms']:9.1f} {row['rg_ms']:9.1f} "
-                    f"{row['rg_sorted_ms']:9.1f} {row['ratio']:6.2f}x {py}",
+                    f"{row['rg_devnull_ms']:9.1f} {row['rg_sorted_ms']:9.1f} {row['ratio']:6.2f}x "
+                    f"{row['ratio_devnull']:6.2f}x {py}",
                     flush=True,
                 )
     return rows
@@ -181,8 +189,8 @@ def main() -> int:
     parser.add_argument("--json", default=str(HERE / "results" / "search.json"))
     args = parser.parse_args()
     print(
-        f"{'corpus':11} {'files':>7} {'query':30} {'ours ms':>9} {'rg ms':>9} {'rg -j1':>9} "
-        f"{'ratio':>7} {'python ms':>10}"
+        f"{'corpus':11} {'files':>7} {'query':30} {'ours ms':>9} {'rg ms':>9} {'rg>null':>9} "
+        f"{'rg -j1':>9} {'ratio':>7} {'vs null':>7} {'python ms':>10}"
     )
     rows = asyncio.run(run(args.runs, big=not args.no_big))
     out = Path(args.json)
