@@ -43,7 +43,17 @@ from floors import WARM_UP_CALLS  # bench/floors.py
 
 HERE = Path(__file__).resolve().parent
 SIZE = 10 * 1024
-CONTENTS = ("a" * (SIZE - 1) + "\n", "b" * (SIZE - 1) + "\n")  # each write changes the file
+
+
+def text(mark: str) -> str:
+    """10 KB of source-like lines (64 bytes each). A read answers with all of it, as a
+    write sends all of it: the same size both ways. (A one-line 10 KB file, used until
+    issue 47's fourth pass, is cut to 2,000 characters by read_file.)"""
+    line = f"    value_{mark} = compute(alpha, beta, gamma)  # a line of code\n"
+    return "".join(line.replace("compute", f"compute{n:04d}", 1)[:63] + "\n" for n in range(160))
+
+
+CONTENTS = (text("a"), text("b"))  # each write changes every line: the longest diff
 
 
 def durable_write(directory: str, name: str, data: bytes) -> None:
@@ -100,7 +110,7 @@ async def run(calls: int) -> dict[str, list[float]]:
         for directory in (floor_dir, bare_dir, fresh, full):
             directory.mkdir()
         for root in (fresh, full):
-            (root / "small.txt").write_text("x" * (SIZE - 1) + "\n")
+            (root / "small.txt").write_text(CONTENTS[0])
         settings = {"audit": False}
         async with (
             Client(bare_writer(str(bare_dir))) as bare,
