@@ -5,8 +5,9 @@ command writes with `--write`).
 
 - Per tool: p50, p95 and p99 of `--calls` calls through an in-memory `fastmcp.Client`,
   each as a ratio to the same percentile of a bare FastMCP server's trivial tool called
-  the same way in the same run (the floor: these machines are noisy, so a ratio to a
-  floor measured alongside is what can be compared across runs and machines).
+  the same way in the same run, call by call in turn with ours (the floor: these
+  machines are noisy, so a ratio to a floor measured alongside is what can be compared
+  across runs and machines).
 - Cold start: spawn to the answer of `initialize` over stdio, ours (a later start, the
   start-up cache warm) against the bare FastMCP server spawned the same way.
 - tools/list: the bytes of the answer a client reads, for the default surface.
@@ -75,19 +76,28 @@ def percentiles(samples: list[float]) -> tuple[float, float, float]:
     return statistics.median(ordered), cut[94], cut[98]
 
 
-async def sample(client: Client, tool: str, args: dict, calls: int) -> list[float]:
+async def sample(
+    bare: Client, ours: Client, tool: str, args: dict, calls: int
+) -> tuple[list[float], list[float]]:
+    """The floor's call and ours, alternating call by call, so a change of load on the
+    machine hits both alike (in blocks of 300, a slow minute moved ratios by 30%)."""
     edit = tool == "edit_file"
     pair = ("line_7 = 7", "line_7 = seven")
-    times = []
+    floor: list[float] = []
+    mine: list[float] = []
     for i in range(WARM_UP_CALLS + calls):
         if edit:
             old, new = pair if i % 2 == 0 else pair[::-1]
             args = {"path": "src/app.py", "oldString": old, "newString": new}
-        started = time.perf_counter()
-        await client.call_tool(tool, args)
-        if i >= WARM_UP_CALLS:
-            times.append((time.perf_counter() - started) * 1000)
-    return times
+        for client, name, arguments, times in (
+            (bare, "echo", {"text": "x"}, floor),
+            (ours, tool, args, mine),
+        ):
+            started = time.perf_counter()
+            await client.call_tool(name, arguments)
+            if i >= WARM_UP_CALLS:
+                times.append((time.perf_counter() - started) * 1000)
+    return floor, mine
 
 
 async def latency(calls: int) -> tuple[list[dict], int]:
@@ -100,9 +110,8 @@ async def latency(calls: int) -> tuple[list[dict], int]:
             listed = await ours.list_tools_mcp()
             tools_bytes = len(listed.model_dump_json(by_alias=True, exclude_none=True))
             for label, tool, args in cases(root):
-                # The floor is sampled beside each tool, so both see the same load.
-                floor = percentiles(await sample(bare, "echo", {"text": "x"}, calls))
-                mine = percentiles(await sample(ours, tool, args, calls))
+                floor_ms, mine_ms = await sample(bare, ours, tool, args, calls)
+                floor, mine = percentiles(floor_ms), percentiles(mine_ms)
                 row = {"figure": label}
                 for name, value, base in zip(("p50", "p95", "p99"), mine, floor, strict=True):
                     row[f"{name}_ms"] = round(value, 2)
