@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# Each runs ruff or mypy over the whole tree (7-11 s each): a process spawn, outside the
+# fast subset; the full suite (and CI) runs them, and so does the pre-commit hook.
+SPAWNS = pytest.mark.slow
 
 
+@SPAWNS
 def test_ruff_clean() -> None:
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
@@ -27,6 +31,7 @@ def test_ruff_clean() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@SPAWNS
 def test_mypy_clean() -> None:
     """Type hints are checked, not decoration: `mypy` over the package finds nothing."""
     mypy = shutil.which("mypy") or str(Path(sys.executable).parent / "mypy")
@@ -36,6 +41,7 @@ def test_mypy_clean() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@SPAWNS
 def test_ruff_format_clean_without_skips() -> None:
     """Issue 45: the formatter decides the layout: `ruff format --check` passes and no
     line opts out with a skip marker (one `fmt: off` block, the settings table, remains)."""
@@ -73,6 +79,7 @@ def test_the_pre_commit_configuration_runs_the_same_checks() -> None:
     assert all(hook["entry"].startswith(".venv/bin/") for hook in hooks.values())
 
 
+@SPAWNS
 def test_mypy_strict_on_core() -> None:
     """Issue 45: the core (plain Python, no framework) type-checks under `--strict`."""
     mypy = shutil.which("mypy") or str(Path(sys.executable).parent / "mypy")

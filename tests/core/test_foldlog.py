@@ -107,6 +107,7 @@ def test_values_of_the_wrong_shape_and_lines_that_are_not_records_are_skipped(
     assert folded.entries == {"a": "x"}
 
 
+@pytest.mark.slow  # a race, many rounds
 def test_readers_without_the_lock_never_see_a_torn_or_older_record(ws: Workspace) -> None:
     """One thread appends (and, with a bound of 8, rewrites the record every few appends)
     while others read without a lock: each read is a whole record, never older than the

@@ -98,6 +98,7 @@ async def test_private_tmp_and_pid_namespace(boxed) -> None:
     assert not Path("/tmp/awm-private-probe").exists()  # that /tmp was private
 
 
+@pytest.mark.slow  # spawns the CLI
 def test_start_up_fails_in_one_line_without_bwrap(ws: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty-path"
     empty.mkdir()
@@ -297,6 +298,7 @@ async def test_a_jobs_new_git_is_removed_when_it_ends(ws: Path) -> None:
 
 
 @needs_bwrap
+@pytest.mark.slow  # a sandboxed job runs to its end (6 s)
 async def test_a_running_jobs_new_git_is_removed_before_it_ends(ws: Path) -> None:
     """The user may commit while a long job runs: a .git with hooks it creates is found
     by the watcher's look every JOB_GUARD_SECONDS, not only at its end."""

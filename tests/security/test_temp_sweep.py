@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agent_workspace_mcp import Settings
 from agent_workspace_mcp.configuration import preflight
 from agent_workspace_mcp.core.sweep import sweep_temp_files
@@ -51,6 +53,7 @@ def test_only_our_stale_temp_files_are_removed(ws: Path, outside: Path) -> None:
     assert (outside / "secret.txt").read_text() == "top secret\n"
 
 
+@pytest.mark.slow  # spawns and kills servers
 def test_a_killed_write_leaves_nothing_after_the_next_start(ws: Path) -> None:
     """A real server SIGKILLed while writing a large file over and over, then started again."""
     script = (
@@ -88,6 +91,7 @@ def test_a_killed_write_leaves_nothing_after_the_next_start(ws: Path) -> None:
     assert not list(ws.glob("**/.*.awm-tmp"))
 
 
+@pytest.mark.slow  # spawns the CLI
 async def test_the_server_sweeps_at_start(ws: Path) -> None:
     stale = plant(ws / ".c.txt.0123abcd.awm-tmp")
     async with open_client(Settings(root=str(ws))) as client:

@@ -52,6 +52,7 @@ async def test_code_navigation_answers_on_pathological_files(big_tree: Path) -> 
         assert not uses.is_error, uses.text
 
 
+@pytest.mark.slow  # a 20,000-line index
 async def test_undo_over_a_planted_index_of_20000_lines_answers(ws: Path) -> None:
     async with open_client(Settings(root=str(ws), audit=False)) as client:
         await ok(client, "write_file", path="first.txt", content="x\n")

@@ -67,6 +67,7 @@ async def race(writer: Client, undoer: Client) -> list[str]:
     return acknowledged
 
 
+@pytest.mark.slow  # a race, many rounds
 async def test_undo_in_the_same_server_loses_no_write(ws: Path) -> None:
     (ws / "f.txt").write_text("start\n")
     app = create_server(Settings(root=str(ws), audit=False))

@@ -36,6 +36,13 @@ def short_waits(monkeypatch) -> None:
     monkeypatch.setattr(limits, "CONFIRM_POLL_SECONDS", 0.05)
 
 
+@pytest.fixture
+def unanswered(monkeypatch) -> None:
+    # For tests where no one answers while a call waits: each such call returns "Not run
+    # yet" after the whole wait, so it need not be long either.
+    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.2)
+
+
 def server(root: Path, **extra):
     values = {"confirm": ("destructive",), "confirm_via": ("console", "client")} | extra
     return create_server(Settings(root=str(root), audit=False, **values))
@@ -134,7 +141,7 @@ async def test_the_console_approves_one_and_denies_another(root: Path) -> None:
     assert '"tool":"approve"' in journal and '"tool":"deny"' in journal  # the decisions
 
 
-async def test_an_approval_is_for_those_arguments_once(root: Path) -> None:
+async def test_an_approval_is_for_those_arguments_once(root: Path, unanswered: None) -> None:
     state = console(root)
     async with Client(server(root, confirm_via=("console",))) as client:
         first = await ok(client, "delete_path", path="a.txt")  # no answer within the wait
@@ -151,12 +158,12 @@ async def test_an_approval_is_for_those_arguments_once(root: Path) -> None:
             state.decide(None, record["id"], approve=True)
 
 
-async def test_no_answer_within_the_timeout_refuses(root: Path) -> None:
+async def test_no_answer_within_the_timeout_refuses(root: Path, unanswered: None) -> None:
     state = console(root)
-    async with Client(server(root, confirm_via=("console",), confirm_timeout=1.5)) as client:
+    async with Client(server(root, confirm_via=("console",), confirm_timeout=0.5)) as client:
         first = await ok(client, "delete_path", path="a.txt")
         approval = first.split("approval_status('", 1)[1].split("'", 1)[0]
-        await asyncio.sleep(1.6)
+        await asyncio.sleep(0.6)  # past the timeout, which is the behaviour under test
         assert "expired with no answer" in await ok(client, "approval_status", id=approval)
         with pytest.raises(Exception, match="already expired"):
             state.decide(None, approval, approve=True)
@@ -170,7 +177,9 @@ async def test_no_one_to_ask_refuses_in_one_sentence(root: Path) -> None:
     assert (root / "a.txt").exists()
 
 
-async def test_what_the_person_sees_is_the_diff_or_the_command(root: Path) -> None:
+async def test_what_the_person_sees_is_the_diff_or_the_command(
+    root: Path, unanswered: None
+) -> None:
     state = console(root)
     settings = {
         "confirm": ("write", "exec"),

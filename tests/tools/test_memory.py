@@ -455,6 +455,7 @@ async def test_the_journal_records_the_sentence_the_agent_saw(client: Client) ->
     assert "ValidationError" not in line
 
 
+@pytest.mark.slow  # pages through a long journal
 def test_the_journal_pages_backwards_through_every_entry(tmp_path: Path) -> None:
     """Issue 31: the console opens a 100,000-entry journal from its end and pages back
     through all of it, each entry once, in bounded windows (a line longer than a window is

@@ -197,6 +197,7 @@ async def test_secret_shaped_names_are_scrubbed_and_pass_env_lets_one_through(
     assert "NPM_TOKEN=passed-on-purpose" in text and "EDITOR=vim" in text
 
 
+@pytest.mark.slow  # waits for a timeout
 async def test_timeout_kills_the_whole_group_including_grandchildren(ws: Path, sh: Client) -> None:
     script = "sleep 60 & echo $! > grandchild.pid; wait"
     started = time.monotonic()
@@ -245,6 +246,7 @@ async def test_cancellation_kills_the_process(ws: Path, anyshell: Client) -> Non
     assert await gone_within(pid, 5)
 
 
+@pytest.mark.slow  # a command that runs for seconds
 async def test_progress_notifications_for_long_commands(ws: Path, anyshell: Client) -> None:
     seen: list[float] = []
 
@@ -320,6 +322,7 @@ async def test_jobs_survive_the_client_and_can_be_killed(ws: Path) -> None:
         )
 
 
+@pytest.mark.slow  # waits for a job's max runtime
 async def test_job_max_runtime_tail_and_validation(ws: Path, anyshell: Client) -> None:
     text = await ok(
         anyshell, "start_job", command=["sh", "-c", "echo tick; sleep 30"], maxRuntimeMs=1000

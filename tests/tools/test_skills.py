@@ -330,6 +330,7 @@ def test_audit_file_rotates(tmp_path: Path) -> None:
     assert len(json.loads(stream.getvalue()[len("audit: ") :])["error"]) == 300
 
 
+@pytest.mark.slow  # spawns the CLI over stdio
 async def test_skills_resources_and_prompts_over_stdio(skills_ws: Path) -> None:
     """The official SDK client against the real CLI process."""
     transport = StdioTransport(

@@ -127,6 +127,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("undo-property")
 
 
+@pytest.mark.slow  # a property run, many examples
 def test_any_calls_then_undo_leave_the_tree_identical(root: Path) -> None:
     app = create_server(Settings(root=str(root), audit=False))
 
