@@ -16,7 +16,13 @@ same moment of a noisy machine:
 The target: write_file within 1.5 ms of read_file, with every record kept. `write_file -
 bare durable` is what our checks and records add to a durable write.
 
-    python bench/writes.py [--calls 300] [--json bench/results/writes.json]
+`--bound` switches every check and record of a write off in this process (the
+stale-read guard and its lines, the checkpoint, the journal entry and checkpoint line,
+the state check, the path lock, the diff): the same server then does only what a bare
+durable write does, and `write_file - read_file` is what no write that keeps them can
+beat on this machine. Never a setting: the server has no way to run like this.
+
+    python bench/writes.py [--calls 300] [--bound] [--json bench/results/writes.json]
 """
 
 from __future__ import annotations
@@ -153,6 +159,26 @@ async def run(calls: int) -> dict[str, list[float]]:
             return samples
 
 
+def without_checks_and_records() -> None:
+    """`--bound`: what a write does beyond its durable replace, switched off in place."""
+    import contextlib
+
+    from agent_workspace_mcp.core.state import locks
+    from agent_workspace_mcp.core.state.journal import activity, calls
+    from agent_workspace_mcp.middleware.journal import JournalMiddleware
+    from agent_workspace_mcp.tools import files
+
+    def nothing(*_args: object, **_kwargs: object) -> None:
+        return None
+
+    stale_reads.check = stale_reads.wrote = nothing
+    activity.before_content = activity.before = activity.left_content = nothing
+    calls.write = nothing
+    files._write_diff = lambda *_args: ""
+    locks.PathLocks.hold = lambda *_args: contextlib.nullcontext()
+    JournalMiddleware._ready_here = staticmethod(nothing)
+
+
 def p(samples: list[float], q: int) -> float:
     return statistics.quantiles(sorted(samples), n=100, method="inclusive")[q - 1]
 
@@ -161,7 +187,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--json", default=str(HERE / "results" / "writes.json"))
+    parser.add_argument(
+        "--bound", action="store_true", help="every check and record of a write switched off"
+    )
     args = parser.parse_args()
+    if args.bound:
+        without_checks_and_records()
     samples = asyncio.run(run(args.calls))
     rows = []
     print(f"{'figure':32} {'p50 ms':>7} {'p95 ms':>7}")
@@ -189,6 +220,7 @@ def main() -> int:
                 "benchmark": "writes",
                 "cpus": os.cpu_count(),
                 "calls": args.calls,
+                "bound": args.bound,
                 "rows": rows,
                 "derived_ms": {k: round(v, 2) for k, v in derived.items()},
             },
