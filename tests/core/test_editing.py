@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+import random
+
 import pytest
 
 from agent_workspace_mcp.core.editing import Edit, EditError, apply_edit, apply_edits, unified_diff
@@ -94,3 +97,46 @@ def test_unified_diff_is_short_and_marks_truncation() -> None:
     big = unified_diff("".join(f"{i}\n" for i in range(500)), "", "f", max_lines=10)
     assert big.splitlines()[-1].startswith("... (diff truncated, ")
     assert "\\ No newline at end of file" in unified_diff("a", "b", "f")
+
+
+def _difflib_cut(before: str, after: str, max_lines: int, line_chars: int | None) -> str:
+    """The whole diff as difflib writes it, then cut: what unified_diff must equal."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    for lines in (old, new):
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n\\ No newline at end of file\n"
+    text = "".join(difflib.unified_diff(old, new, "a/f", "b/f")).rstrip("\n").split("\n")
+    if line_chars is not None:
+        text = [
+            t if len(t) <= line_chars else t[:line_chars] + "... (line truncated)" for t in text
+        ]
+    if len(text) > max_lines:
+        text = [*text[:max_lines], f"... (diff truncated, {len(text) - max_lines} more lines)"]
+    return "\n".join(text)
+
+
+def test_unified_diff_builds_only_what_it_shows_and_says_the_rest() -> None:
+    # Lines with other breaks (\r, form feed), empty lines, a missing final newline,
+    # long lines, and cuts before, inside and after every hunk.
+    rng = random.Random(47)
+    pieces = ["a\n", "b\n", "\n", "c\r", "d\x0ce\n", "x" * 30 + "\n", "end", "", "f\r\n"]
+    for _ in range(600):
+        before = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40)))
+        after = list(before)
+        for _ in range(rng.randrange(0, 6)):
+            at = rng.randrange(0, len(after) + 1)
+            after[at : at + rng.randrange(0, 8)] = rng.choice(pieces) * rng.randrange(0, 3)
+        new = "".join(after)
+        max_lines, line_chars = rng.randrange(1, 30), rng.choice([None, 5, 20])
+        expected = _difflib_cut(before, new, max_lines, line_chars)
+        shown = unified_diff(before, new, "f", max_lines=max_lines, line_chars=line_chars)
+        assert shown == expected, (before, new, max_lines, line_chars)
+
+
+def test_a_rewrite_of_every_line_shows_its_start_and_counts_the_rest() -> None:
+    before = "".join(f"old {n}\n" for n in range(160))
+    after = "".join(f"new {n}\n" for n in range(160))
+    lines = unified_diff(before, after, "f", max_lines=40).split("\n")
+    assert lines[:4] == ["--- a/f", "+++ b/f", "@@ -1,160 +1,160 @@", "-old 0"]
+    assert lines[-1] == "... (diff truncated, 283 more lines)"  # 3 + 160 + 160 - 40
+    assert len(lines) == 41

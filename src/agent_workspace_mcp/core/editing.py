@@ -278,27 +278,69 @@ def unified_diff(
     line_chars: int | None = None,
 ) -> str:
     """A short unified diff (3 lines of context), truncated with a count of what was left
-    out; with `line_chars`, each longer line is cut there and says so."""
+    out; with `line_chars`, each longer line is cut there and says so.
+
+    The text is difflib's, but only the lines shown are built: past `max_lines` the rest
+    is counted, not formatted (a rewrite of a 160-line file shows 40 of its 323 lines,
+    and formatting the others was most of the diff's cost; issue 47, item 4)."""
     before_lines = before.splitlines(keepends=True)
     after_lines = after.splitlines(keepends=True)
     for lines in (before_lines, after_lines):
         if lines and not lines[-1].endswith("\n"):
             lines[-1] += "\n\\ No newline at end of file\n"
-    diff = list(
-        difflib.unified_diff(
-            before_lines,
-            after_lines,
-            "/dev/null" if created else f"a/{display}",
-            "/dev/null" if deleted else f"b/{display}",
-        )
-    )
-    text = "".join(diff).rstrip("\n").split("\n")
+    parts: list[str] = []
+    # The diff's lines so far, as its text splits at "\n": a line may hold the marker's
+    # too, and one that ends at another break ("\r") runs on into the next.
+    count = 0
+    tail = ""
+
+    def add(prefix: str, lines: list[str]) -> None:
+        nonlocal count, tail
+        if not lines:
+            return
+        newlines = "".join(lines).count("\n")
+        room = max_lines - count
+        if room > 0:
+            shown = lines[:room]  # enough unless lines end at "\r" alone (old Mac files)
+            if len(shown) < len(lines) and "".join(shown).count("\n") < room:
+                shown = lines
+            parts.extend(prefix + line for line in shown)
+        count += newlines
+        tail = lines[-1]
+
+    matcher = difflib.SequenceMatcher(None, before_lines, after_lines)
+    for group in matcher.get_grouped_opcodes(3):
+        if count == 0:  # the first hunk
+            add("--- ", ["/dev/null\n" if created else f"a/{display}\n"])
+            add("+++ ", ["/dev/null\n" if deleted else f"b/{display}\n"])
+        first, last = group[0], group[-1]
+        old, new = _hunk_range(first[1], last[2]), _hunk_range(first[3], last[4])
+        add("", [f"@@ -{old} +{new} @@\n"])
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                add(" ", before_lines[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                add("-", before_lines[i1:i2])
+            if tag in ("replace", "insert"):
+                add("+", after_lines[j1:j2])
+    if not tail.endswith("\n"):
+        count += 1  # the last line has no newline of its own (or the diff is empty)
+    text = "".join(parts).rstrip("\n").split("\n")
     if line_chars is not None:
         text = [
             line if len(line) <= line_chars else line[:line_chars] + "... (line truncated)"
             for line in text
         ]
-    if len(text) > max_lines:
-        left = len(text) - max_lines
-        text = [*text[:max_lines], f"... (diff truncated, {left} more lines)"]
+    if count > max_lines:
+        text = [*text[:max_lines], f"... (diff truncated, {count - max_lines} more lines)"]
     return "\n".join(text)
+
+
+def _hunk_range(start: int, stop: int) -> str:
+    """A hunk's `start,length` as unified diffs write it (difflib's rule: a length of 1
+    is left out, and an empty range names the line before it)."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
