@@ -117,7 +117,8 @@ def _difflib_cut(before: str, after: str, max_lines: int, line_chars: int | None
 
 def test_unified_diff_builds_only_what_it_shows_and_says_the_rest() -> None:
     # Lines with other breaks (\r, form feed), empty lines, a missing final newline,
-    # long lines, and cuts before, inside and after every hunk.
+    # long lines, and cuts before, inside and after every hunk. The first and last lines
+    # differ, so no shared start or end is set aside: the text must be difflib's own.
     rng = random.Random(47)
     pieces = ["a\n", "b\n", "\n", "c\r", "d\x0ce\n", "x" * 30 + "\n", "end", "", "f\r\n"]
     for _ in range(600):
@@ -126,11 +127,86 @@ def test_unified_diff_builds_only_what_it_shows_and_says_the_rest() -> None:
         for _ in range(rng.randrange(0, 6)):
             at = rng.randrange(0, len(after) + 1)
             after[at : at + rng.randrange(0, 8)] = rng.choice(pieces) * rng.randrange(0, 3)
-        new = "".join(after)
+        before = "<old>" + before + rng.choice(["zb", "zb\n"])
+        new = "<new>" + "".join(after) + rng.choice(["za", "za\n"])
         max_lines, line_chars = rng.randrange(1, 30), rng.choice([None, 5, 20])
         expected = _difflib_cut(before, new, max_lines, line_chars)
         shown = unified_diff(before, new, "f", max_lines=max_lines, line_chars=line_chars)
         assert shown == expected, (before, new, max_lines, line_chars)
+
+
+def test_a_shared_start_and_end_change_nothing_where_lines_are_unique() -> None:
+    # Set aside or compared by difflib, a line that occurs once on each side can only
+    # match itself: the hunks, their context and their cut are difflib's.
+    rng = random.Random(48)
+    for _ in range(600):
+        pool = [f"line {n}\n" for n in range(rng.randrange(0, 60))]
+        before = [line for line in pool if rng.random() < 0.9]
+        after = [line for line in pool if rng.random() < 0.9]
+        after[rng.randrange(0, len(after) + 1) : 0] = ["new\n"] * rng.randrange(0, 2)
+        ends = [rng.choice(["", "last"]) for _ in range(2)]
+        old, new = "".join(before) + ends[0], "".join(after) + ends[1]
+        max_lines = rng.choice([3, 10, 40, 1000])
+        assert unified_diff(old, new, "f", max_lines=max_lines) == _difflib_cut(
+            old, new, max_lines, None
+        ), (old, new, max_lines)
+
+
+def _patched(before: str, diff: str) -> str:
+    """`before` with a unified diff of "\n"-ended lines applied, as `patch` would."""
+    old = before.splitlines(keepends=True)
+    out: list[str] = []
+    at = 0
+    for line in diff.split("\n")[2:]:
+        if line.startswith("@@"):
+            start = int(line.split()[1][1:].split(",")[0])
+            length = line.split()[1].split(",")[1] if "," in line.split()[1] else "1"
+            first = start if length == "0" else start - 1
+            out += old[at:first]
+            at = first
+        elif line.startswith("\\"):
+            out[-1] = out[-1].removesuffix("\n")  # the line before has no newline
+        elif line[:1] in (" ", "-"):
+            assert old[at].removesuffix("\n") == line[1:], (old[at], line)
+            at += 1
+            if line[0] == " ":
+                out.append(old[at - 1])
+        elif line[:1] == "+":
+            out.append(line[1:] + "\n")
+    out += old[at:]
+    return "".join(out)
+
+
+def test_diffs_of_repeated_lines_apply() -> None:
+    # Repeated lines are where setting the shared start and end aside can align a change
+    # differently from difflib; either way the diff must turn the old text into the new.
+    rng = random.Random(49)
+    pieces = ["a\n", "b\n", "\n", "x" * 30 + "\n", "c\n"]
+    for _ in range(600):
+        before = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40)))
+        after = list(before)
+        for _ in range(rng.randrange(0, 6)):
+            at = rng.randrange(0, len(after) + 1)
+            after[at : at + rng.randrange(0, 8)] = rng.choice(pieces) * rng.randrange(0, 3)
+        new = "".join(after)
+        diff = unified_diff(before, new, "f", max_lines=10_000)
+        assert _patched(before, diff) == new, (before, new, diff)
+
+
+def test_one_changed_line_in_a_long_file_is_one_hunk() -> None:
+    lines = [f"line {n}\n" for n in range(9_600)]
+    after = lines.copy()
+    after[5_000] = "changed\n"
+    diff = unified_diff("".join(lines), "".join(after), "f")
+    assert diff.split("\n") == [
+        "--- a/f",
+        "+++ b/f",
+        "@@ -4998,7 +4998,7 @@",
+        *(f" line {n}" for n in range(4_997, 5_000)),
+        "-line 5000",
+        "+changed",
+        *(f" line {n}" for n in range(5_001, 5_004)),
+    ]
 
 
 def test_a_rewrite_of_every_line_shows_its_start_and_counts_the_rest() -> None:

@@ -280,9 +280,12 @@ def unified_diff(
     """A short unified diff (3 lines of context), truncated with a count of what was left
     out; with `line_chars`, each longer line is cut there and says so.
 
-    The text is difflib's, but only the lines shown are built: past `max_lines` the rest
-    is counted, not formatted (a rewrite of a 160-line file shows 40 of its 323 lines,
-    and formatting the others was most of the diff's cost; issue 47, item 4)."""
+    The format is difflib's, but only the lines shown are built: past `max_lines` the
+    rest is counted, not formatted (a rewrite of a 160-line file shows 40 of its 323
+    lines, and formatting the others was most of the diff's cost; issue 47, item 4).
+    Lines the two texts share at their start and end are set aside before difflib
+    compares the rest, as GNU diff and git do: a one-line change to a 9,600-line file
+    took difflib 16 ms, and is now a scan of the lines."""
     before_lines = before.splitlines(keepends=True)
     after_lines = after.splitlines(keepends=True)
     for lines in (before_lines, after_lines):
@@ -308,8 +311,7 @@ def unified_diff(
         count += newlines
         tail = lines[-1]
 
-    matcher = difflib.SequenceMatcher(None, before_lines, after_lines)
-    for group in matcher.get_grouped_opcodes(3):
+    for group in _grouped(_opcodes(before_lines, after_lines)):
         if count == 0:  # the first hunk
             add("--- ", ["/dev/null\n" if created else f"a/{display}\n"])
             add("+++ ", ["/dev/null\n" if deleted else f"b/{display}\n"])
@@ -335,6 +337,85 @@ def unified_diff(
     if count > max_lines:
         text = [*text[:max_lines], f"... (diff truncated, {count - max_lines} more lines)"]
     return "\n".join(text)
+
+
+Opcode = tuple[str, int, int, int, int]
+
+
+def _opcodes(before: list[str], after: list[str]) -> list[Opcode]:
+    """difflib's opcodes for the lines between the texts' common start and end, which
+    are equal blocks of their own."""
+    limit = min(len(before), len(after))
+    start = _shared(before, after, limit, at_end=False)
+    # Lines shared at the end, never overlapping the shared start.
+    end = _shared(before, after, limit - start, at_end=True)
+    stop_before, stop_after = len(before) - end, len(after) - end
+    middle = difflib.SequenceMatcher(
+        None, before[start:stop_before], after[start:stop_after]
+    ).get_opcodes()
+    codes: list[Opcode] = [("equal", 0, start, 0, start)] if start else []
+    for tag, i1, i2, j1, j2 in middle:
+        codes.append((tag, i1 + start, i2 + start, j1 + start, j2 + start))
+    if end:
+        codes.append(("equal", stop_before, len(before), stop_after, len(after)))
+    # Equal neighbours merged: an empty middle leaves the start and end side by side.
+    merged: list[Opcode] = []
+    for code in codes:
+        if merged and merged[-1][0] == code[0] == "equal":
+            merged[-1] = ("equal", merged[-1][1], code[2], merged[-1][3], code[4])
+        else:
+            merged.append(code)
+    return merged
+
+
+def _shared(before: list[str], after: list[str], limit: int, *, at_end: bool) -> int:
+    """How many lines (at most `limit`) the two lists share at their start, or end:
+    compared a slice at a time, growing while they match and halving where they do not,
+    so a long shared run is compared in C, not line by line."""
+    shared, step = 0, 16
+    while shared < limit:
+        size = min(step, limit - shared)
+        if at_end:
+            same = (
+                before[len(before) - shared - size : len(before) - shared]
+                == after[len(after) - shared - size : len(after) - shared]
+            )
+        else:
+            same = before[shared : shared + size] == after[shared : shared + size]
+        if same:
+            shared += size
+            step = size * 2
+        elif size == 1:
+            break
+        else:
+            step = size // 2
+    return shared
+
+
+def _grouped(codes: list[Opcode], context: int = 3) -> list[list[Opcode]]:
+    """The hunks of a unified diff with `context` lines around each change: difflib's
+    `get_grouped_opcodes`, over opcodes it did not compute itself."""
+    if not any(tag != "equal" for tag, *_ in codes):
+        return []
+    codes = list(codes)
+    if codes[0][0] == "equal":
+        _, i1, i2, j1, j2 = codes[0]
+        codes[0] = ("equal", max(i1, i2 - context), i2, max(j1, j2 - context), j2)
+    if codes[-1][0] == "equal":
+        _, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = ("equal", i1, min(i2, i1 + context), j1, min(j2, j1 + context))
+    groups: list[list[Opcode]] = []
+    group: list[Opcode] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > 2 * context:  # a gap wide enough to split hunks
+            group.append((tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context)))
+            groups.append(group)
+            group = []
+            i1, j1 = max(i1, i2 - context), max(j1, j2 - context)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        groups.append(group)
+    return groups
 
 
 def _hunk_range(start: int, stop: int) -> str:
