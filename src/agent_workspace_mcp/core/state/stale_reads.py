@@ -380,7 +380,10 @@ def check(loc: Located, current: Any = UNREAD, *, retry: str, tree: bool = False
     key = records.key(loc)
     versions = records.versions(agent.session)
     prefix = key + "/"
-    for seen_key, seen_digest in list(versions.items()):
+    # Without `tree`, one lookup: a long session has read hundreds of files (issue 47).
+    own = [(key, versions[key])] if key in versions else []
+    seen = list(versions.items()) if tree else own
+    for seen_key, seen_digest in seen:
         if seen_key == key:
             now = current_bytes(loc) if current is UNREAD else current
             shown = loc.display
