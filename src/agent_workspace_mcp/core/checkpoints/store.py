@@ -177,7 +177,7 @@ class Store:
         `locked`: the caller holds the state lock (it is not re-entrant across flock)."""
         encoded = (dumps(line) + "\n").encode("utf-8")
         with contextlib.nullcontext() if locked else state_lock(self.ws):
-            after = self._stream().append(line, locked=True)
+            after = self._stream().append_line(encoded, locked=True)
             key = self.ws.state_dir
             with _usage_guard:
                 seen = _usage.get(key)

@@ -30,7 +30,10 @@ class JsonlStream:
 
     def append(self, record: dict[str, Any], *, locked: bool = False) -> int:
         """Append one record; returns the file's size after it (before any rotation)."""
-        line = (dumps(record) + "\n").encode("utf-8")
+        return self.append_line((dumps(record) + "\n").encode("utf-8"), locked=locked)
+
+    def append_line(self, line: bytes, *, locked: bool = False) -> int:
+        """`append` of a record already encoded as one line (newline included)."""
         lock = contextlib.nullcontext() if locked else state_lock(self.ws)
         with (
             lock,
