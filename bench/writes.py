@@ -10,6 +10,8 @@ same moment of a noisy machine:
   worker-thread trip every synchronous tool takes; "same on the loop": an async tool
   doing it without the trip;
 - read_file 10 KB and write_file 10 KB through our server (in-memory client);
+- write_file 10 KB, one line changed: the same size, each write changing one line of
+  the last (an agent's usual write: a short diff);
 - write_file 10 KB, long session: the same on a workspace whose stale-read records are
   full (this session has read 512 files, 4,096 files have a last writer recorded).
 
@@ -22,7 +24,13 @@ the state check, the path lock, the diff): the same server then does only what a
 durable write does, and `write_file - read_file` is what no write that keeps them can
 beat on this machine. Never a setting: the server has no way to run like this.
 
-    python bench/writes.py [--calls 300] [--bound] [--json bench/results/writes.json]
+`--in-process` measures the same writes without a client, protocol or thread trip,
+each wrapped as the journal middleware wraps it (far steadier than through a client,
+so small changes to the records show): a write changing every line or one line, on a
+fresh workspace and on one whose records are full, beside the durable-write floor; and
+the diff alone, on 160 and 9,600 lines.
+
+    python bench/writes.py [--calls 300] [--bound | --in-process] [--json FILE]
 """
 
 from __future__ import annotations
@@ -60,6 +68,16 @@ def text(mark: str) -> str:
 
 
 CONTENTS = (text("a"), text("b"))  # each write changes every line: the longest diff
+
+
+def one_line_changed(base: str) -> tuple[str, str]:
+    """`base` and the same with its middle line changed: an agent's usual write."""
+    lines = base.splitlines(keepends=True)
+    lines[len(lines) // 2] = "    value = changed()  # the one line this write changes\n"
+    return base, "".join(lines)
+
+
+EDITS = one_line_changed(CONTENTS[0])
 
 
 def durable_write(directory: str, name: str, data: bytes) -> None:
@@ -144,6 +162,9 @@ async def run(calls: int) -> dict[str, list[float]]:
                 "write_file 10 KB": lambda: ours.call_tool(
                     "write_file", {"path": "out.txt", "content": content()}
                 ),
+                "write_file 10 KB, one line changed": lambda: ours.call_tool(
+                    "write_file", {"path": "edited.txt", "content": EDITS[turn[0] % 2]}
+                ),
                 "write_file 10 KB, long session": lambda: old.call_tool(
                     "write_file", {"path": "out.txt", "content": content()}
                 ),
@@ -157,6 +178,81 @@ async def run(calls: int) -> dict[str, list[float]]:
                     if n >= WARM_UP_CALLS:
                         samples[name].append((time.perf_counter() - started) * 1000)
             return samples
+
+
+def in_process(calls: int) -> dict[str, list[float]]:
+    """`--in-process`: write_file called directly, as the journal middleware calls it in
+    the tool's thread (state check, capture, stale-read binding, journal entry)."""
+    from agent_workspace_mcp.core.editing import unified_diff
+    from agent_workspace_mcp.core.state.files import state_scope
+    from agent_workspace_mcp.core.state.journal import calls as journaling
+    from agent_workspace_mcp.middleware.journal import JournalMiddleware
+    from agent_workspace_mcp.server import build
+    from agent_workspace_mcp.tools import files
+
+    agent = stale_reads.Agent("bench", "writes.py")
+
+    def server(root: Path, reads: int = 0) -> Callable[[str, str], None]:
+        _, services = build(Settings(root=str(root), audit=False))
+        ws = services.workspaces.get(None)
+        store = services.checkpoints(ws)
+        (root / "many").mkdir()
+        for n in range(reads):  # as long_session: each file read once, as a read records it
+            (root / "many" / f"f{n}.txt").write_text(f"{n}\n")
+            with state_scope(), stale_reads.bind(ws, agent, keep=True):
+                files.read_file(services, f"many/f{n}.txt")
+
+        def write(path: str, content: str) -> None:
+            with state_scope():
+                JournalMiddleware._ready_here(ws)
+                with (
+                    journaling.capturing(ws, "write_file", store, checkpoints=True) as call,
+                    stale_reads.bind(ws, agent, keep=True),
+                ):
+                    files.write_file(services, path, content)
+                    call.extra = {"session": agent.session, "client": agent.client}
+                    journaling.write(call, services.memory, subject=None, checkpoints=True)
+
+        return write
+
+    many = "".join(f"line {n} = compute({n})\n" for n in range(9_600))
+    many_edited = many.replace("line 4800 =", "line 4800 changed =")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        for name in ("floor", "ws", "full"):
+            (base / name).mkdir()
+        fresh = server(base / "ws")
+        full = server(base / "full", reads=limits.SEEN_PATHS_PER_SESSION)
+        # and 4,096 files with a last writer recorded, as long_session leaves them
+        records = stale_reads.records_for(WorkspaceRegistry.confined(str(base / "full")).primary)
+        digest = "0" * 64
+        writers = {f"elsewhere/f{n}.txt": digest for n in range(limits.SEEN_WRITERS)}
+        records.update(stale_reads.Agent("another session"), {}, writers)
+        figures: dict[str, Callable[[int], object]] = {
+            "durable write (floor)": lambda n: durable_write(
+                str(base / "floor"), "out.txt", CONTENTS[n % 2].encode()
+            ),
+            "write, every line changed": lambda n: fresh("out.txt", CONTENTS[n % 2]),
+            "write, one line changed": lambda n: fresh("edited.txt", EDITS[n % 2]),
+            "write, every line, long session": lambda n: full("out.txt", CONTENTS[n % 2]),
+            "diff, 160 lines, all changed": lambda n: unified_diff(
+                CONTENTS[n % 2], CONTENTS[1 - n % 2], "f", max_lines=limits.WRITE_DIFF_MAX_LINES
+            ),
+            "diff, 160 lines, one changed": lambda n: unified_diff(
+                EDITS[n % 2], EDITS[1 - n % 2], "f", max_lines=limits.WRITE_DIFF_MAX_LINES
+            ),
+            "diff, 9,600 lines, one changed": lambda n: unified_diff(
+                many, many_edited, "f", max_lines=limits.WRITE_DIFF_MAX_LINES
+            ),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in figures}
+        for n in range(WARM_UP_CALLS + calls):
+            for name, call in figures.items():
+                started = time.perf_counter()
+                call(n)
+                if n >= WARM_UP_CALLS:
+                    samples[name].append((time.perf_counter() - started) * 1000)
+        return samples
 
 
 def without_checks_and_records() -> None:
@@ -183,36 +279,58 @@ def p(samples: list[float], q: int) -> float:
     return statistics.quantiles(sorted(samples), n=100, method="inclusive")[q - 1]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--json", default=str(HERE / "results" / "writes.json"))
-    parser.add_argument(
-        "--bound", action="store_true", help="every check and record of a write switched off"
-    )
-    args = parser.parse_args()
-    if args.bound:
-        without_checks_and_records()
-    samples = asyncio.run(run(args.calls))
-    rows = []
-    print(f"{'figure':32} {'p50 ms':>7} {'p95 ms':>7}")
-    for name, values in samples.items():
-        row = {"figure": name, "p50_ms": round(statistics.median(values), 2)}
-        row["p95_ms"] = round(p(values, 95), 2)
-        rows.append(row)
-        print(f"{name:32} {row['p50_ms']:7.2f} {row['p95_ms']:7.2f}")
-    p50 = {row["figure"]: row["p50_ms"] for row in rows}
-    derived = {
+def through_client_derived(p50: dict[str, float]) -> dict[str, float]:
+    return {
         "write_file - read_file": p50["write_file 10 KB"] - p50["read_file 10 KB"],
+        "one line changed - read_file": p50["write_file 10 KB, one line changed"]
+        - p50["read_file 10 KB"],
         "long session - read_file": p50["write_file 10 KB, long session"] - p50["read_file 10 KB"],
         "write_file - bare durable": p50["write_file 10 KB"] - p50["bare FastMCP, durable write"],
         "bare durable - floor": p50["bare FastMCP, durable write"] - p50["durable write (floor)"],
         "thread trip (bare - on loop)": p50["bare FastMCP, durable write"]
         - p50["bare FastMCP, same on the loop"],
     }
+
+
+def in_process_derived(p50: dict[str, float]) -> dict[str, float]:
+    floor = p50["durable write (floor)"]
+    return {
+        "every line changed - floor": p50["write, every line changed"] - floor,
+        "one line changed - floor": p50["write, one line changed"] - floor,
+        "long session - fresh": p50["write, every line, long session"]
+        - p50["write, every line changed"],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--json", help="default: bench/results/writes[-in-process].json")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--bound", action="store_true", help="every check and record of a write switched off"
+    )
+    mode.add_argument(
+        "--in-process", action="store_true", help="no client: the write and the diff alone"
+    )
+    args = parser.parse_args()
+    if args.bound:
+        without_checks_and_records()
+    samples = in_process(args.calls) if args.in_process else asyncio.run(run(args.calls))
+    digits = 3 if args.in_process else 2
+    rows = []
+    print(f"{'figure':34} {'p50 ms':>7} {'p95 ms':>7}")
+    for name, values in samples.items():
+        row = {"figure": name, "p50_ms": round(statistics.median(values), digits)}
+        row["p95_ms"] = round(p(values, 95), digits)
+        rows.append(row)
+        print(f"{name:34} {row['p50_ms']:7.{digits}f} {row['p95_ms']:7.{digits}f}")
+    p50 = {row["figure"]: row["p50_ms"] for row in rows}
+    derived = in_process_derived(p50) if args.in_process else through_client_derived(p50)
     for name, value in derived.items():
-        print(f"{name:32} {value:+7.2f} ms (p50)")
-    out = Path(args.json)
+        print(f"{name:34} {value:+7.{digits}f} ms (p50)")
+    name = "writes-in-process.json" if args.in_process else "writes.json"
+    out = Path(args.json or HERE / "results" / name)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps(
@@ -221,6 +339,7 @@ def main() -> int:
                 "cpus": os.cpu_count(),
                 "calls": args.calls,
                 "bound": args.bound,
+                "in_process": args.in_process,
                 "rows": rows,
                 "derived_ms": {k: round(v, 2) for k, v in derived.items()},
             },
