@@ -115,6 +115,16 @@ def _difflib_cut(before: str, after: str, max_lines: int, line_chars: int | None
     return "\n".join(text)
 
 
+def _random_pair(rng: random.Random, pieces: list[str]) -> tuple[str, str]:
+    """A text of random pieces, and the same with a few of its characters replaced."""
+    before = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40)))
+    after = list(before)
+    for _ in range(rng.randrange(0, 6)):
+        at = rng.randrange(0, len(after) + 1)
+        after[at : at + rng.randrange(0, 8)] = rng.choice(pieces) * rng.randrange(0, 3)
+    return before, "".join(after)
+
+
 def test_unified_diff_builds_only_what_it_shows_and_says_the_rest() -> None:
     # Lines with other breaks (\r, form feed), empty lines, a missing final newline,
     # long lines, and cuts before, inside and after every hunk. The first and last lines
@@ -122,13 +132,9 @@ def test_unified_diff_builds_only_what_it_shows_and_says_the_rest() -> None:
     rng = random.Random(47)
     pieces = ["a\n", "b\n", "\n", "c\r", "d\x0ce\n", "x" * 30 + "\n", "end", "", "f\r\n"]
     for _ in range(600):
-        before = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40)))
-        after = list(before)
-        for _ in range(rng.randrange(0, 6)):
-            at = rng.randrange(0, len(after) + 1)
-            after[at : at + rng.randrange(0, 8)] = rng.choice(pieces) * rng.randrange(0, 3)
+        before, after = _random_pair(rng, pieces)
         before = "<old>" + before + rng.choice(["zb", "zb\n"])
-        new = "<new>" + "".join(after) + rng.choice(["za", "za\n"])
+        new = "<new>" + after + rng.choice(["za", "za\n"])
         max_lines, line_chars = rng.randrange(1, 30), rng.choice([None, 5, 20])
         expected = _difflib_cut(before, new, max_lines, line_chars)
         shown = unified_diff(before, new, "f", max_lines=max_lines, line_chars=line_chars)
@@ -153,19 +159,20 @@ def test_a_shared_start_and_end_change_nothing_where_lines_are_unique() -> None:
 
 
 def _patched(before: str, diff: str) -> str:
-    """`before` with a unified diff of "\n"-ended lines applied, as `patch` would."""
+    """`before` with a unified diff of "\n"-separated lines applied, as `patch` would."""
     old = before.splitlines(keepends=True)
     out: list[str] = []
     at = 0
+    last = ""
     for line in diff.split("\n")[2:]:
         if line.startswith("@@"):
-            start = int(line.split()[1][1:].split(",")[0])
-            length = line.split()[1].split(",")[1] if "," in line.split()[1] else "1"
-            first = start if length == "0" else start - 1
+            start, _, length = line.split()[1][1:].partition(",")
+            first = int(start) if length == "0" else int(start) - 1
             out += old[at:first]
             at = first
         elif line.startswith("\\"):
-            out[-1] = out[-1].removesuffix("\n")  # the line before has no newline
+            if last in (" ", "+"):  # the line just written has no newline
+                out[-1] = out[-1].removesuffix("\n")
         elif line[:1] in (" ", "-"):
             assert old[at].removesuffix("\n") == line[1:], (old[at], line)
             at += 1
@@ -173,6 +180,7 @@ def _patched(before: str, diff: str) -> str:
                 out.append(old[at - 1])
         elif line[:1] == "+":
             out.append(line[1:] + "\n")
+        last = line[:1]
     out += old[at:]
     return "".join(out)
 
@@ -183,12 +191,7 @@ def test_diffs_of_repeated_lines_apply() -> None:
     rng = random.Random(49)
     pieces = ["a\n", "b\n", "\n", "x" * 30 + "\n", "c\n"]
     for _ in range(600):
-        before = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 40)))
-        after = list(before)
-        for _ in range(rng.randrange(0, 6)):
-            at = rng.randrange(0, len(after) + 1)
-            after[at : at + rng.randrange(0, 8)] = rng.choice(pieces) * rng.randrange(0, 3)
-        new = "".join(after)
+        before, new = _random_pair(rng, pieces)
         diff = unified_diff(before, new, "f", max_lines=10_000)
         assert _patched(before, diff) == new, (before, new, diff)
 
