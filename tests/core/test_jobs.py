@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,87 @@ def test_a_planted_log_file_is_not_appended_to(tmp_path: Path) -> None:
     registry.shutdown()
     with pytest.raises(FileExistsError):
         CappedLog(job.log.path, 10)
+
+
+def test_a_closed_log_never_touches_the_descriptor_its_number_went_to(tmp_path: Path) -> None:
+    """A job's log is closed by whoever sees the end first (its watcher, a job_status, a
+    task poll); a second close, or a late note, must not reach the file that reused the
+    number meanwhile (another job's record, a state file, a client's socket)."""
+    log = CappedLog(str(tmp_path / "job.log"), 100)
+    number = log.fd
+    log.close()
+    other = tmp_path / "someone-else"
+    other.write_bytes(b"theirs")
+    reused = os.open(other, os.O_RDWR | os.O_APPEND)
+    if reused != number:
+        os.dup2(reused, number)
+        os.close(reused)
+    try:
+        log.close()
+        log.write(b"a late note")
+        os.fstat(number)  # still open: the second close did not take it
+        assert other.read_bytes() == b"theirs"
+    finally:
+        os.close(number)
+    assert (tmp_path / "job.log").read_bytes() == b""
+
+
+def _end_while_polled(registry: JobRegistry, cwd: Path, bystander: Path) -> list[int]:
+    """One job ending under three pollers and a thread opening files: the numbers of the
+    files that were closed under that thread."""
+    child = Child(["true"], executable=shutil.which("true"), cwd=str(cwd), env=os.environ)
+    # What a command's end does when its changes are recorded takes a while.
+    child.after = lambda: (time.sleep(0.02), [])[1]
+    job = registry.adopt(
+        child,
+        command="true",
+        cwd=str(cwd),
+        owner=None,
+        name=None,
+        max_runtime_ms=60_000,
+        replay=True,
+    )
+    stop = threading.Event()
+    lost: list[int] = []
+
+    def poll() -> None:
+        while not stop.is_set():
+            registry.get(job.id, None)
+
+    def open_and_check() -> None:
+        while not stop.is_set():
+            fd = os.open(bystander, os.O_RDONLY)
+            try:
+                os.fstat(fd)
+                os.close(fd)
+            except OSError:
+                lost.append(fd)
+
+    threads = [threading.Thread(target=poll) for _ in range(3)]
+    threads.append(threading.Thread(target=open_and_check))
+    for thread in threads:
+        thread.start()
+    assert child.wait(10)
+    assert job._watcher is not None
+    job._watcher.join(10)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert registry.get(job.id, None).status == "exited"
+    return lost
+
+
+def test_the_end_of_a_job_is_taken_once_whoever_polls(tmp_path: Path) -> None:
+    """The watcher and any number of pollers (job_status, tasks/get) see a job end while
+    its end is being settled (its changes recorded, its .git looked at): its log is
+    closed once, so no descriptor opened meanwhile is closed under its owner."""
+    registry = JobRegistry(str(tmp_path / "jobs"))
+    bystander = tmp_path / "bystander"
+    bystander.write_bytes(b"")
+    lost: list[int] = []
+    try:
+        for _ in range(60):
+            lost += _end_while_polled(registry, tmp_path, bystander)
+    finally:
+        registry.shutdown()
+    assert lost == [], f"{len(lost)} descriptors were closed under their owner"

@@ -133,5 +133,8 @@ def rpc2026(
     response = httpx2.post(server.url, json=body, headers=headers, timeout=60)
     text = response.text
     if text.startswith("event:") or "\ndata:" in text or text.startswith("data:"):
-        text = [line[5:] for line in text.splitlines() if line.startswith("data:")][-1]
+        # The stream may carry requests and notifications too: the answer is the one with our id.
+        messages = [json.loads(line[5:]) for line in text.splitlines() if line.startswith("data:")]
+        answers = [m for m in messages if m.get("id") == 1 and "method" not in m]
+        return answers[-1] if answers else messages[-1]
     return json.loads(text)

@@ -99,12 +99,14 @@ def test_a_quick_command_answers_in_the_call(served: RunningServer) -> None:
 
 
 def test_background_is_a_task_at_once(served: RunningServer) -> None:
-    created = rpc(
+    answer = rpc(
         served,
         ANN,
         "tools/call",
         {"name": "run_command", "arguments": {"command": ["echo", "bg"], "background": True}},
-    )["result"]
+    )
+    assert "result" in answer, answer
+    created = answer["result"]
     assert created["resultType"] == "task"
     done = poll(served, created["taskId"])
     assert done["status"] == "completed" and "bg" in done["result"]["content"][0]["text"]

@@ -110,7 +110,7 @@ class TasksExtension(ServerExtension):
             TASK_CALL.reset(token)
         if task.job_id is None:
             return outcome
-        view = self.jobs.get(task.job_id, current_subject())
+        view = await self._job(task.job_id)
         return {"resultType": "task", **self._fields(view)}
 
     def _fields(self, view: JobView) -> dict[str, Any]:
@@ -124,7 +124,12 @@ class TasksExtension(ServerExtension):
             "pollIntervalMs": limits.TASK_POLL_INTERVAL_MS,
         }
 
-    def _view(self, ctx, task_id: str) -> JobView:
+    async def _job(self, job_id: str) -> JobView:
+        # Off the loop: a job seen ending is settled by its first reader (its changes
+        # recorded, its .git looked at), and a worker's job is read from its record.
+        return await anyio.to_thread.run_sync(self.jobs.get, job_id, current_subject())
+
+    async def _view(self, ctx, task_id: str) -> JobView:
         if read_client_extension_settings(ctx, TASKS_EXTENSION) is None:
             raise _missing_capability("tasks/*")
         try:
@@ -137,16 +142,16 @@ class TasksExtension(ServerExtension):
                 message=f"the {MCP_NAME_HEADER} header does not match the body's taskId.",
             )
         try:
-            return self.jobs.get(task_id, current_subject())
+            return await self._job(task_id)
         except NotFoundError:
             raise MCPError(code=INVALID_PARAMS, message="unknown taskId.") from None
 
     async def _get(self, ctx, params: TaskParams) -> dict[str, Any]:
-        view = self._view(ctx, params.task_id)
+        view = await self._view(ctx, params.task_id)
         fields = self._fields(view)
         if fields["status"] == "completed":
             try:
-                text = job_answer(view)
+                text = await anyio.to_thread.run_sync(job_answer, view)
             except WorkspaceError as exc:
                 fields["status"] = "failed"
                 fields["error"] = {"code": INTERNAL_ERROR, "message": str(exc)}
@@ -155,14 +160,14 @@ class TasksExtension(ServerExtension):
         return fields
 
     async def _update(self, ctx, params: UpdateParams) -> dict[str, Any]:
-        self._view(ctx, params.task_id)
+        await self._view(ctx, params.task_id)
         raise MCPError(
             code=INVALID_PARAMS,
             message="this task is not waiting for input: a command's task takes none.",
         )
 
     async def _cancel(self, ctx, params: TaskParams) -> dict[str, Any]:
-        view = self._view(ctx, params.task_id)
+        view = await self._view(ctx, params.task_id)
         if view.status == "running":
             await anyio.to_thread.run_sync(self.jobs.kill, view.id, current_subject())
         return {}

@@ -198,15 +198,20 @@ class Job:
                     self.log.write(f"\n[agent-workspace-mcp: the job {note}]\n".encode())
 
     def refresh(self) -> None:
-        if self.status == "running" and not self.child.running:
-            self.settle()
+        if self.status != "running" or self.child.running:
+            return
+        self.settle()
+        # Every poller that saw the end waited in settle(): one of them takes it.
+        with self._settle_lock:
+            if self.status != "running":
+                return
+            self.log.close()
             if self.child.timed_out:
                 self.status = "timed-out"
             elif self.child.killed:
                 self.status = "killed"
             else:
                 self.status = "exited"
-            self.log.close()
 
     def view(self) -> JobView:
         size, capped = self.log.size, self.log.capped

@@ -173,21 +173,30 @@ class CappedLog:
         # O_EXCL: a job id is new, so an existing file at its name was planted.
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
         self.fd = os.open(path, flags, 0o600)
+        # Closed once, then -1: the number may already be another file's (a job record,
+        # a client's socket), and a late write or second close would reach that.
+        self._lock = threading.Lock()
 
     def write(self, data: bytes) -> None:
-        room = self.cap - self.size
-        if room <= 0:
-            self.capped = True
-            return
-        chunk = data[:room]
-        if len(chunk) < len(data):
-            self.capped = True
-        os.write(self.fd, chunk)
-        self.size += len(chunk)
+        with self._lock:
+            if self.fd < 0:
+                return  # the job ended: nothing more belongs in its log
+            room = self.cap - self.size
+            if room <= 0:
+                self.capped = True
+                return
+            chunk = data[:room]
+            if len(chunk) < len(data):
+                self.capped = True
+            os.write(self.fd, chunk)
+            self.size += len(chunk)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        with self._lock:
+            fd, self.fd = self.fd, -1
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 @dataclass
