@@ -125,7 +125,7 @@ def _end_while_polled(registry: JobRegistry, cwd: Path, bystander: Path) -> list
     files that were closed under that thread."""
     child = Child(["true"], executable=shutil.which("true"), cwd=str(cwd), env=os.environ)
     # What a command's end does when its changes are recorded takes a while.
-    child.after = lambda: (time.sleep(0.02), [])[1]
+    child.after = lambda: (time.sleep(0.01), [])[1]
     job = registry.adopt(
         child,
         command="true",
@@ -174,7 +174,7 @@ def test_the_end_of_a_job_is_taken_once_whoever_polls(tmp_path: Path) -> None:
     bystander.write_bytes(b"")
     lost: list[int] = []
     try:
-        for _ in range(60):
+        for _ in range(20):
             lost += _end_while_polled(registry, tmp_path, bystander)
     finally:
         registry.shutdown()
