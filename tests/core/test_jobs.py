@@ -46,19 +46,23 @@ def test_jobs_belong_to_their_owner(tmp_path: Path) -> None:
     assert not child.running and job.status == "killed"
 
 
-def adopt_sleep(registry: JobRegistry, tmp_path: Path):
-    child = Child(
-        ["sleep", "30"], executable=shutil.which("sleep"), cwd=str(tmp_path), env=os.environ
-    )
+def adopt(registry: JobRegistry, cwd: Path, child: Child, command: str):
     return registry.adopt(
         child,
-        command="sleep 30",
-        cwd=str(tmp_path),
+        command=command,
+        cwd=str(cwd),
         owner=None,
         name=None,
         max_runtime_ms=60_000,
         replay=True,
     )
+
+
+def adopt_sleep(registry: JobRegistry, tmp_path: Path):
+    child = Child(
+        ["sleep", "30"], executable=shutil.which("sleep"), cwd=str(tmp_path), env=os.environ
+    )
+    return adopt(registry, tmp_path, child, "sleep 30")
 
 
 @pytest.mark.parametrize("plant", ["symlink", "world-writable", "other-owner"])
@@ -126,15 +130,7 @@ def _end_while_polled(registry: JobRegistry, cwd: Path, bystander: Path) -> list
     child = Child(["true"], executable=shutil.which("true"), cwd=str(cwd), env=os.environ)
     # What a command's end does when its changes are recorded takes a while.
     child.after = lambda: (time.sleep(0.01), [])[1]
-    job = registry.adopt(
-        child,
-        command="true",
-        cwd=str(cwd),
-        owner=None,
-        name=None,
-        max_runtime_ms=60_000,
-        replay=True,
-    )
+    job = adopt(registry, cwd, child, "true")
     stop = threading.Event()
     lost: list[int] = []
 
