@@ -158,6 +158,25 @@ def test_a_shared_start_and_end_change_nothing_where_lines_are_unique() -> None:
         ), (old, new, max_lines)
 
 
+def test_a_rewrite_that_shares_no_line_is_difflibs_one_change() -> None:
+    # No line of the old middle occurs in the new one (or one side is empty): the one
+    # opcode taken without difflib must give difflib's text, around any shared start,
+    # shared end, duplicates within a side and a missing final newline.
+    rng = random.Random(50)
+    for _ in range(600):
+        shared = [f"same {n}\n" for n in range(rng.randrange(0, 8))]
+        cut = rng.randrange(0, len(shared) + 1)
+        old = [rng.choice(["a\n", "b\n", "a\n", "\n"]) for _ in range(rng.randrange(0, 30))]
+        new = [rng.choice(["c\n", "d\n", "d\n"]) for _ in range(rng.randrange(0, 30))]
+        ends = [rng.choice(["", "last-old"]), rng.choice(["", "last-new"])]
+        before = "".join(shared[:cut] + old + shared[cut:]) + ends[0]
+        after = "".join(shared[:cut] + new + shared[cut:]) + ends[1]
+        max_lines = rng.choice([2, 10, 40, 1000])
+        assert unified_diff(before, after, "f", max_lines=max_lines) == _difflib_cut(
+            before, after, max_lines, None
+        ), (before, after, max_lines)
+
+
 def _patched(before: str, diff: str) -> str:
     """`before` with a unified diff of "\n"-separated lines applied, as `patch` would."""
     old = before.splitlines(keepends=True)

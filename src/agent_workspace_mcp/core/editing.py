@@ -285,7 +285,8 @@ def unified_diff(
     lines, and formatting the others was most of the diff's cost; issue 47, item 4).
     Lines the two texts share at their start and end are set aside before difflib
     compares the rest, as GNU diff and git do: a one-line change to a 9,600-line file
-    took difflib 16 ms, and is now a scan of the lines."""
+    took difflib 16 ms, and is now a scan of the lines. A middle that shares no line at
+    all (a rewrite) is one change, without difflib."""
     before_lines = before.splitlines(keepends=True)
     after_lines = after.splitlines(keepends=True)
     for lines in (before_lines, after_lines):
@@ -350,9 +351,15 @@ def _opcodes(before: list[str], after: list[str]) -> list[Opcode]:
     # Lines shared at the end, never overlapping the shared start.
     end = _shared(before, after, limit - start, at_end=True)
     stop_before, stop_after = len(before) - end, len(after) - end
-    middle = difflib.SequenceMatcher(
-        None, before[start:stop_before], after[start:stop_after]
-    ).get_opcodes()
+    old, new = before[start:stop_before], after[start:stop_after]
+    middle: list[Opcode]
+    if old and new and not set(old).isdisjoint(new):
+        middle = difflib.SequenceMatcher(None, old, new).get_opcodes()
+    else:
+        # No line in common: difflib finds no match and says so in one opcode; building
+        # its index of the new lines to learn that was most of a rewrite's diff.
+        tag = "replace" if old and new else "delete" if old else "insert"
+        middle = [(tag, 0, len(old), 0, len(new))] if old or new else []
     codes: list[Opcode] = [("equal", 0, start, 0, start)] if start else []
     for tag, i1, i2, j1, j2 in middle:
         codes.append((tag, i1 + start, i2 + start, j1 + start, j2 + start))
