@@ -354,7 +354,7 @@ def _opcodes(before: list[str], after: list[str]) -> list[Opcode]:
     old, new = before[start:stop_before], after[start:stop_after]
     middle: list[Opcode]
     if old and new and not set(old).isdisjoint(new):
-        middle = difflib.SequenceMatcher(None, old, new).get_opcodes()
+        middle = list(difflib.SequenceMatcher(None, old, new).get_opcodes())
     else:
         # No line in common: difflib finds no match and says so in one opcode; building
         # its index of the new lines to learn that was most of a rewrite's diff.
