@@ -506,10 +506,22 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
-if __name__ == "__main__":  # `python -m agent_workspace_mcp.configuration [--limits]`
-    if "--limits" in sys.argv[1:]:
-        from .core.bounds import limits_table
+if __name__ == "__main__":  # pragma: no cover - maintainer command
+    # `python -m agent_workspace_mcp.configuration [README.md]` rewrites the README's
+    # generated settings, input-limits and risky tables in place (nothing on stdout: this
+    # package's stdout is the stdio protocol stream).
+    from pathlib import Path
 
-        print(limits_table())  # README's input-limits table
-    else:
-        print(markdown_table())  # README's settings table
+    from .core.bounds import limits_table
+    from .toolsdoc import replace_block
+
+    paths = [arg for arg in sys.argv[1:] if not arg.startswith("-")]
+    readme = Path(paths[0] if paths else "README.md")
+    text = readme.read_text(encoding="utf-8")
+    for marker, table in (
+        ("settings", markdown_table()),
+        ("limits", limits_table()),
+        ("risky", risk.markdown_table()),
+    ):
+        text = replace_block(text, marker, table)
+    readme.write_text(text, encoding="utf-8")

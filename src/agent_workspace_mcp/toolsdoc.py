@@ -99,14 +99,17 @@ def _keep_markers(table: str) -> Callable[[re.Match[str]], str]:
     return lambda match: match.group(1) + table + match.group(2)
 
 
+def replace_block(readme: str, marker: str, table: str) -> str:
+    """`readme` with `table` between its `<!-- MARKER:start -->` and `:end -->` lines."""
+    pattern = re.compile(rf"(<!-- {marker}:start -->\n).*?(\n<!-- {marker}:end -->)", re.S)
+    if not pattern.search(readme):
+        raise SystemExit(f"README.md lacks the <!-- {marker}:start --> markers")
+    return pattern.sub(_keep_markers(table), readme)
+
+
 def rewrite(readme: str, generated: dict[str, str]) -> str:
     for section, table in generated.items():
-        pattern = re.compile(
-            rf"(<!-- tools:{section}:start -->\n).*?(\n<!-- tools:{section}:end -->)", re.S
-        )
-        if not pattern.search(readme):
-            raise SystemExit(f"README.md lacks the <!-- tools:{section}:start --> markers")
-        readme = pattern.sub(_keep_markers(table), readme)
+        readme = replace_block(readme, f"tools:{section}", table)
     return readme
 
 

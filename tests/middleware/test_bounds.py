@@ -214,5 +214,5 @@ def test_the_readme_limits_table_is_generated() -> None:
     assert match, "README.md lacks the generated input-limits table markers"
     assert match.group(1) == limits_table(), (
         "README.md's input-limits table is stale: regenerate it with "
-        "`python -m agent_workspace_mcp.configuration --limits`"
+        "`python -m agent_workspace_mcp.configuration`"
     )

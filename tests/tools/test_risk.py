@@ -23,7 +23,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 def test_one_table_drives_the_readme_help_and_the_setting() -> None:
     block = re.search(r"<!-- risky:start -->\n(.*?)\n<!-- risky:end -->", README.read_text(), re.S)
     assert block and block.group(1) == risk.markdown_table(), (
-        "README's risky table is stale: paste core.risk.markdown_table()"
+        "README's risky table is stale: `python -m agent_workspace_mcp.configuration`"
     )
     assert get_args(risk.RuleName) == risk.NAMES
     shown = subprocess.run(

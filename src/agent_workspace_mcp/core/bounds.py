@@ -66,7 +66,7 @@ def _size(n: int) -> str:
 
 def limits_table() -> str:
     """The README's input-limits table, generated from the limits module (a test keeps
-    the README equal to it: `python -m agent_workspace_mcp.configuration --limits`)."""
+    the README equal to it: `python -m agent_workspace_mcp.configuration` rewrites it)."""
     from . import limits
 
     by_limit: dict[int, list[str]] = {}
