@@ -24,13 +24,21 @@ the state check, the path lock, the diff): the same server then does only what a
 durable write does, and `write_file - read_file` is what no write that keeps them can
 beat on this machine. Never a setting: the server has no way to run like this.
 
+`--stdio` measures the same as users run the server (and as issue 47 measured it,
+beside peers that only run over stdio): our server spawned with `python -m
+agent_workspace_mcp --root DIR` (the audit line to /dev/null), and a bare FastMCP server
+spawned the same way whose synchronous tools read a file and do the durable write, plus
+the same write in an async tool (no worker-thread trip), all called through one kind of
+client in the same rounds. Over stdio a read and a write both cross threads for the
+pipe, so the worker-thread trip a synchronous tool adds is smaller than in memory.
+
 `--in-process` measures the same writes without a client, protocol or thread trip,
 each wrapped as the journal middleware wraps it (far steadier than through a client,
 so small changes to the records show): a write changing every line or one line, on a
 fresh workspace and on one whose records are full, beside the durable-write floor; and
 the diff alone, on 160 and 9,600 lines.
 
-    python bench/writes.py [--calls 300] [--bound | --in-process] [--json FILE]
+    python bench/writes.py [--calls 300] [--bound | --stdio | --in-process] [--json FILE]
 """
 
 from __future__ import annotations
@@ -169,15 +177,102 @@ async def run(calls: int) -> dict[str, list[float]]:
                     "write_file", {"path": "out.txt", "content": content()}
                 ),
             }
-            samples: dict[str, list[float]] = {name: [] for name in figures}
-            for n in range(WARM_UP_CALLS + calls):
-                turn[0] = n
-                for name, call in figures.items():
-                    started = time.perf_counter()
-                    await call()
-                    if n >= WARM_UP_CALLS:
-                        samples[name].append((time.perf_counter() - started) * 1000)
-            return samples
+            return await sampled(figures, turn, calls)
+
+
+BARE_STDIO = """
+import os, secrets, sys
+from fastmcp import FastMCP
+{durable_write}
+directory = sys.argv[1]
+mcp = FastMCP("bare")
+
+@mcp.tool
+def read(path: str) -> str:
+    with open(os.path.join(directory, path), encoding="utf-8") as handle:
+        return handle.read()
+
+@mcp.tool
+def write(content: str) -> str:
+    data = content.encode()
+    durable_write(directory, "out.txt", data)
+    return f"Updated out.txt ({{len(data)}} bytes)"
+
+@mcp.tool
+async def write_on_loop(content: str) -> str:
+    data = content.encode()
+    durable_write(directory, "out.txt", data)
+    return f"Updated out.txt ({{len(data)}} bytes)"
+
+mcp.run(show_banner=False)
+"""
+
+
+def spawned(argv: list[str], log: object) -> Client:
+    from fastmcp.client.transports import StdioTransport
+
+    # The whole environment, so PYTHONPATH can point a run at another checkout.
+    transport = StdioTransport(
+        argv[0], argv[1:], env=dict(os.environ), keep_alive=False, log_file=log
+    )
+    return Client(transport)
+
+
+async def over_stdio(calls: int) -> dict[str, list[float]]:
+    """`--stdio`: both servers spawned as processes, as users run ours."""
+    import inspect
+
+    bare_script = BARE_STDIO.format(durable_write=inspect.getsource(durable_write))
+    with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as log:
+        base = Path(tmp)
+        floor_dir, bare_dir, root = (base / n for n in ("floor", "bare", "ws"))
+        for directory in (floor_dir, bare_dir, root):
+            directory.mkdir()
+            (directory / "small.txt").write_text(CONTENTS[0])
+        ours_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]
+        bare_argv = [sys.executable, "-c", bare_script, str(bare_dir)]
+        async with spawned(bare_argv, log) as bare, spawned(ours_argv, log) as ours:
+            turn = [0]
+
+            def content() -> str:
+                return CONTENTS[turn[0] % 2]
+
+            async def floor() -> None:
+                durable_write(str(floor_dir), "out.txt", content().encode())
+
+            figures: dict[str, Callable[[], Awaitable[object]]] = {
+                "durable write (floor)": floor,
+                "bare FastMCP, read 10 KB": lambda: bare.call_tool("read", {"path": "small.txt"}),
+                "bare FastMCP, durable write": lambda: bare.call_tool(
+                    "write", {"content": content()}
+                ),
+                "bare FastMCP, same on the loop": lambda: bare.call_tool(
+                    "write_on_loop", {"content": content()}
+                ),
+                "read_file 10 KB": lambda: ours.call_tool("read_file", {"path": "small.txt"}),
+                "write_file 10 KB": lambda: ours.call_tool(
+                    "write_file", {"path": "out.txt", "content": content()}
+                ),
+                "write_file 10 KB, one line changed": lambda: ours.call_tool(
+                    "write_file", {"path": "edited.txt", "content": EDITS[turn[0] % 2]}
+                ),
+            }
+            return await sampled(figures, turn, calls)
+
+
+async def sampled(
+    figures: dict[str, Callable[[], Awaitable[object]]], turn: list[int], calls: int
+) -> dict[str, list[float]]:
+    """Each figure once a round, in the same rounds (after WARM_UP_CALLS rounds)."""
+    samples: dict[str, list[float]] = {name: [] for name in figures}
+    for n in range(WARM_UP_CALLS + calls):
+        turn[0] = n
+        for name, call in figures.items():
+            started = time.perf_counter()
+            await call()
+            if n >= WARM_UP_CALLS:
+                samples[name].append((time.perf_counter() - started) * 1000)
+    return samples
 
 
 def in_process(calls: int) -> dict[str, list[float]]:
@@ -292,6 +387,19 @@ def through_client_derived(p50: dict[str, float]) -> dict[str, float]:
     }
 
 
+def stdio_derived(p50: dict[str, float]) -> dict[str, float]:
+    return {
+        "write_file - read_file": p50["write_file 10 KB"] - p50["read_file 10 KB"],
+        "one line changed - read_file": p50["write_file 10 KB, one line changed"]
+        - p50["read_file 10 KB"],
+        "write_file - bare durable": p50["write_file 10 KB"] - p50["bare FastMCP, durable write"],
+        "bare durable - bare read": p50["bare FastMCP, durable write"]
+        - p50["bare FastMCP, read 10 KB"],
+        "thread trip (bare - on loop)": p50["bare FastMCP, durable write"]
+        - p50["bare FastMCP, same on the loop"],
+    }
+
+
 def in_process_derived(p50: dict[str, float]) -> dict[str, float]:
     floor = p50["durable write (floor)"]
     return {
@@ -305,10 +413,13 @@ def in_process_derived(p50: dict[str, float]) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
-    parser.add_argument("--json", help="default: bench/results/writes[-in-process].json")
+    parser.add_argument("--json", help="default: bench/results/writes[-stdio|-in-process].json")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument(
         "--bound", action="store_true", help="every check and record of a write switched off"
+    )
+    mode.add_argument(
+        "--stdio", action="store_true", help="both servers spawned over stdio, as users run ours"
     )
     mode.add_argument(
         "--in-process", action="store_true", help="no client: the write and the diff alone"
@@ -316,7 +427,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.bound:
         without_checks_and_records()
-    samples = in_process(args.calls) if args.in_process else asyncio.run(run(args.calls))
+    if args.in_process:
+        samples = in_process(args.calls)
+    else:
+        samples = asyncio.run(over_stdio(args.calls) if args.stdio else run(args.calls))
     digits = 3 if args.in_process else 2
     rows = []
     print(f"{'figure':34} {'p50 ms':>7} {'p95 ms':>7}")
@@ -326,10 +440,14 @@ def main() -> int:
         rows.append(row)
         print(f"{name:34} {row['p50_ms']:7.{digits}f} {row['p95_ms']:7.{digits}f}")
     p50 = {row["figure"]: row["p50_ms"] for row in rows}
-    derived = in_process_derived(p50) if args.in_process else through_client_derived(p50)
+    if args.in_process:
+        derived = in_process_derived(p50)
+    else:
+        derived = stdio_derived(p50) if args.stdio else through_client_derived(p50)
     for name, value in derived.items():
         print(f"{name:34} {value:+7.{digits}f} ms (p50)")
-    name = "writes-in-process.json" if args.in_process else "writes.json"
+    mode_name = "-in-process" if args.in_process else "-stdio" if args.stdio else ""
+    name = f"writes{mode_name}.json"
     out = Path(args.json or HERE / "results" / name)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
@@ -340,6 +458,7 @@ def main() -> int:
                 "calls": args.calls,
                 "bound": args.bound,
                 "in_process": args.in_process,
+                "stdio": args.stdio,
                 "rows": rows,
                 "derived_ms": {k: round(v, 2) for k, v in derived.items()},
             },
