@@ -12,6 +12,9 @@ same moment of a noisy machine:
 - read_file 10 KB and write_file 10 KB through our server (in-memory client);
 - write_file 10 KB, one line changed: the same size, each write changing one line of
   the last (an agent's usual write: a short diff);
+- write_file 10 KB, new content: one line changed, and content no write made before, so
+  the checkpoint stores it as a new object, as for an agent's writes (the figures above
+  alternate two contents, which the store holds after the first round);
 - write_file 10 KB, long session: the same on a workspace whose stale-read records are
   full (this session has read 512 files, 4,096 files have a last writer recorded).
 
@@ -86,6 +89,15 @@ def one_line_changed(base: str) -> tuple[str, str]:
 
 
 EDITS = one_line_changed(CONTENTS[0])
+
+
+def new_content(n: int) -> str:
+    """10 KB whose middle line carries `n`: every write leaves content never stored
+    before, as an agent's writes do (the alternating contents above are both in the
+    checkpoint store after the first round, so their writes store no new object)."""
+    lines = CONTENTS[0].splitlines(keepends=True)
+    lines[len(lines) // 2] = f"    value = changed({n:08d})  # this write's own line\n"
+    return "".join(lines)
 
 
 def durable_write(directory: str, name: str, data: bytes) -> None:
@@ -173,6 +185,9 @@ async def run(calls: int) -> dict[str, list[float]]:
                 "write_file 10 KB, one line changed": lambda: ours.call_tool(
                     "write_file", {"path": "edited.txt", "content": EDITS[turn[0] % 2]}
                 ),
+                "write_file 10 KB, new content": lambda: ours.call_tool(
+                    "write_file", {"path": "new.txt", "content": new_content(turn[0])}
+                ),
                 "write_file 10 KB, long session": lambda: old.call_tool(
                     "write_file", {"path": "out.txt", "content": content()}
                 ),
@@ -256,6 +271,9 @@ async def over_stdio(calls: int) -> dict[str, list[float]]:
                 "write_file 10 KB, one line changed": lambda: ours.call_tool(
                     "write_file", {"path": "edited.txt", "content": EDITS[turn[0] % 2]}
                 ),
+                "write_file 10 KB, new content": lambda: ours.call_tool(
+                    "write_file", {"path": "new.txt", "content": new_content(turn[0])}
+                ),
             }
             return await sampled(figures, turn, calls)
 
@@ -329,6 +347,7 @@ def in_process(calls: int) -> dict[str, list[float]]:
             ),
             "write, every line changed": lambda n: fresh("out.txt", CONTENTS[n % 2]),
             "write, one line changed": lambda n: fresh("edited.txt", EDITS[n % 2]),
+            "write, new content": lambda n: fresh("new.txt", new_content(n)),
             "write, every line, long session": lambda n: full("out.txt", CONTENTS[n % 2]),
             "diff, 160 lines, all changed": lambda n: unified_diff(
                 CONTENTS[n % 2], CONTENTS[1 - n % 2], "f", max_lines=limits.WRITE_DIFF_MAX_LINES
@@ -379,6 +398,7 @@ def through_client_derived(p50: dict[str, float]) -> dict[str, float]:
         "write_file - read_file": p50["write_file 10 KB"] - p50["read_file 10 KB"],
         "one line changed - read_file": p50["write_file 10 KB, one line changed"]
         - p50["read_file 10 KB"],
+        "new content - read_file": p50["write_file 10 KB, new content"] - p50["read_file 10 KB"],
         "long session - read_file": p50["write_file 10 KB, long session"] - p50["read_file 10 KB"],
         "write_file - bare durable": p50["write_file 10 KB"] - p50["bare FastMCP, durable write"],
         "bare durable - floor": p50["bare FastMCP, durable write"] - p50["durable write (floor)"],
@@ -392,6 +412,7 @@ def stdio_derived(p50: dict[str, float]) -> dict[str, float]:
         "write_file - read_file": p50["write_file 10 KB"] - p50["read_file 10 KB"],
         "one line changed - read_file": p50["write_file 10 KB, one line changed"]
         - p50["read_file 10 KB"],
+        "new content - read_file": p50["write_file 10 KB, new content"] - p50["read_file 10 KB"],
         "write_file - bare durable": p50["write_file 10 KB"] - p50["bare FastMCP, durable write"],
         "bare durable - bare read": p50["bare FastMCP, durable write"]
         - p50["bare FastMCP, read 10 KB"],
@@ -405,6 +426,7 @@ def in_process_derived(p50: dict[str, float]) -> dict[str, float]:
     return {
         "every line changed - floor": p50["write, every line changed"] - floor,
         "one line changed - floor": p50["write, one line changed"] - floor,
+        "new content - floor": p50["write, new content"] - floor,
         "long session - fresh": p50["write, every line, long session"]
         - p50["write, every line changed"],
     }
