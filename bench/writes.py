@@ -163,35 +163,10 @@ async def run(calls: int) -> dict[str, list[float]]:
         ):
             await long_session(old, full)
             turn = [0]
-
-            def content() -> str:
-                return CONTENTS[turn[0] % 2]
-
-            async def floor() -> None:
-                durable_write(str(floor_dir), "out.txt", content().encode())
-
-            figures: dict[str, Callable[[], Awaitable[object]]] = {
-                "durable write (floor)": floor,
-                "bare FastMCP, durable write": lambda: bare.call_tool(
-                    "write", {"content": content()}
-                ),
-                "bare FastMCP, same on the loop": lambda: bare.call_tool(
-                    "write_on_loop", {"content": content()}
-                ),
-                "read_file 10 KB": lambda: ours.call_tool("read_file", {"path": "small.txt"}),
-                "write_file 10 KB": lambda: ours.call_tool(
-                    "write_file", {"path": "out.txt", "content": content()}
-                ),
-                "write_file 10 KB, one line changed": lambda: ours.call_tool(
-                    "write_file", {"path": "edited.txt", "content": EDITS[turn[0] % 2]}
-                ),
-                "write_file 10 KB, new content": lambda: ours.call_tool(
-                    "write_file", {"path": "new.txt", "content": new_content(turn[0])}
-                ),
-                "write_file 10 KB, long session": lambda: old.call_tool(
-                    "write_file", {"path": "out.txt", "content": content()}
-                ),
-            }
+            figures = shared_figures(floor_dir, bare, ours, turn)
+            figures["write_file 10 KB, long session"] = lambda: old.call_tool(
+                "write_file", {"path": "out.txt", "content": CONTENTS[turn[0] % 2]}
+            )
             return await sampled(figures, turn, calls)
 
 
@@ -248,34 +223,42 @@ async def over_stdio(calls: int) -> dict[str, list[float]]:
         bare_argv = [sys.executable, "-c", bare_script, str(bare_dir)]
         async with spawned(bare_argv, log) as bare, spawned(ours_argv, log) as ours:
             turn = [0]
-
-            def content() -> str:
-                return CONTENTS[turn[0] % 2]
-
-            async def floor() -> None:
-                durable_write(str(floor_dir), "out.txt", content().encode())
-
-            figures: dict[str, Callable[[], Awaitable[object]]] = {
-                "durable write (floor)": floor,
-                "bare FastMCP, read 10 KB": lambda: bare.call_tool("read", {"path": "small.txt"}),
-                "bare FastMCP, durable write": lambda: bare.call_tool(
-                    "write", {"content": content()}
-                ),
-                "bare FastMCP, same on the loop": lambda: bare.call_tool(
-                    "write_on_loop", {"content": content()}
-                ),
-                "read_file 10 KB": lambda: ours.call_tool("read_file", {"path": "small.txt"}),
-                "write_file 10 KB": lambda: ours.call_tool(
-                    "write_file", {"path": "out.txt", "content": content()}
-                ),
-                "write_file 10 KB, one line changed": lambda: ours.call_tool(
-                    "write_file", {"path": "edited.txt", "content": EDITS[turn[0] % 2]}
-                ),
-                "write_file 10 KB, new content": lambda: ours.call_tool(
-                    "write_file", {"path": "new.txt", "content": new_content(turn[0])}
-                ),
-            }
+            figures = shared_figures(floor_dir, bare, ours, turn, bare_read=True)
             return await sampled(figures, turn, calls)
+
+
+def shared_figures(
+    floor_dir: Path, bare: Client, ours: Client, turn: list[int], *, bare_read: bool = False
+) -> dict[str, Callable[[], Awaitable[object]]]:
+    """The figures both client modes time, in round order: the floor, the bare server's
+    (its read too, where it has one), then ours. `turn` holds the round number."""
+
+    def content() -> str:
+        return CONTENTS[turn[0] % 2]
+
+    async def floor() -> None:
+        durable_write(str(floor_dir), "out.txt", content().encode())
+
+    figures: dict[str, Callable[[], Awaitable[object]]] = {"durable write (floor)": floor}
+    if bare_read:
+        figures["bare FastMCP, read 10 KB"] = lambda: bare.call_tool("read", {"path": "small.txt"})
+    figures |= {
+        "bare FastMCP, durable write": lambda: bare.call_tool("write", {"content": content()}),
+        "bare FastMCP, same on the loop": lambda: bare.call_tool(
+            "write_on_loop", {"content": content()}
+        ),
+        "read_file 10 KB": lambda: ours.call_tool("read_file", {"path": "small.txt"}),
+        "write_file 10 KB": lambda: ours.call_tool(
+            "write_file", {"path": "out.txt", "content": content()}
+        ),
+        "write_file 10 KB, one line changed": lambda: ours.call_tool(
+            "write_file", {"path": "edited.txt", "content": EDITS[turn[0] % 2]}
+        ),
+        "write_file 10 KB, new content": lambda: ours.call_tool(
+            "write_file", {"path": "new.txt", "content": new_content(turn[0])}
+        ),
+    }
+    return figures
 
 
 async def sampled(
