@@ -213,6 +213,11 @@ ORPHAN_SWEEP_SECONDS = 1.0  # how often the supervisor looks for orphaned jobs p
 ORPHAN_DEADLINE_SLACK_SECONDS = 2.0  # past maxRuntimeMs before the supervisor stops one
 REMOTE_KILL_WAIT_SECONDS = 1.0  # a kill through another worker waits this long for the record
 LOCK_STRIPES = 256  # cross-worker path locks: files hashed onto this many lock files
+# Synchronous work run off the event loop (handoff.py): as many threads at once as
+# anyio's default thread limiter allows, which ran every synchronous tool before, and
+# ended after anyio's idle time.
+HANDOFF_THREADS = 40
+HANDOFF_IDLE_SECONDS = 10.0
 JOB_RECORD_MAX_BYTES = 16_384  # a job record is a few hundred bytes; bigger ones are not ours
 JOBS_REMEMBERED = 200  # finished jobs past this are forgotten (their logs stay on disk)
 HINT_DIR_ENTRIES = 5000  # a directory larger than this gets no "did you mean" hint

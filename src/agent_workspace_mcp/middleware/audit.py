@@ -3,9 +3,9 @@
 import time
 from datetime import UTC, datetime
 
-import anyio
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
+from .. import handoff
 from ..core.audit import AuditLog
 from ..core.callscope import named_paths
 from ..core.state.journal import activity
@@ -62,4 +62,4 @@ class AuditMiddleware(Middleware):
                     "duration_ms": round((time.perf_counter() - started) * 1000, 1),
                     **_meta(context),
                 }
-                await anyio.to_thread.run_sync(self.sink.write, record)
+                await handoff.run_sync(lambda: self.sink.write(record))

@@ -15,10 +15,10 @@ import inspect
 import logging
 import time
 
-import anyio
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
+from .. import handoff
 from ..core.errors import WorkspaceError
 from ..core.state.files import state_scope
 from ..core.state.journal import calls as journaling
@@ -50,7 +50,9 @@ class JournalMiddleware(Middleware):
             if tool is None:
                 return False, False  # not cached: a client's made-up names must not grow it
             fn = getattr(tool, "fn", None)
-            threaded = fn is not None and not inspect.iscoroutinefunction(fn)
+            threaded = fn is not None and (
+                handoff.is_threaded(fn) or not inspect.iscoroutinefunction(fn)
+            )
             self._kinds[name] = (JOURNAL_TAG in (tool.tags or set()), threaded)
         return self._kinds[name]
 
@@ -67,7 +69,7 @@ class JournalMiddleware(Middleware):
         and its lock obtainable (a held lock is waited for, boundedly, off the loop)."""
         try:
             if not try_state_lock(ws):
-                await anyio.to_thread.run_sync(_state_usable, ws)
+                await handoff.run_sync(lambda: _state_usable(ws))
         except WorkspaceError as exc:
             raise ToolError(f"not done: {exc}") from None
 
@@ -124,4 +126,4 @@ class JournalMiddleware(Middleware):
             finally:
                 journaling.IN_THREAD.reset(token)
                 if envelope is None or not (envelope.written or envelope.refused):
-                    await anyio.to_thread.run_sync(write)
+                    await handoff.run_sync(write)

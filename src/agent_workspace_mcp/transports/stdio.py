@@ -34,6 +34,7 @@ import anyio
 from fastmcp import FastMCP
 from pydantic_core import PydanticSerializationError
 
+from .. import handoff
 from ..core.limits import SHUTDOWN_CLEANUP_SECONDS, STDIO_FRAME_MAX_BYTES
 from ..core.operator import say
 from ..services import Services
@@ -60,7 +61,7 @@ class _Out:
 
     async def send(self, data: bytes) -> None:
         async with self.lock:
-            await anyio.to_thread.run_sync(self.handover.wire.write, data)
+            await handoff.run_sync(lambda: self.handover.wire.write(data))
 
 
 class _Frames:

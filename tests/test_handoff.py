@@ -1,0 +1,133 @@
+"""Synchronous work off the event loop (handoff.py): anyio's default contract, kept."""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar
+
+import anyio
+import pytest
+
+from agent_workspace_mcp import handoff
+from agent_workspace_mcp.core.limits import HANDOFF_THREADS
+
+WHO: ContextVar[str] = ContextVar("who", default="nobody")
+
+
+def test_answers_and_raises_what_the_function_does() -> None:
+    error = ValueError("bad input")
+
+    def fails() -> None:
+        raise error
+
+    async def main() -> None:
+        assert await handoff.run_sync(lambda: 6 * 7) == 42
+        with pytest.raises(ValueError) as raised:
+            await handoff.run_sync(fails)
+        assert raised.value is error
+
+    anyio.run(main)
+
+
+def test_runs_in_a_worker_thread_with_a_copy_of_the_callers_context() -> None:
+    def body() -> tuple[int, str]:
+        seen = WHO.get()
+        WHO.set("the worker")  # its own copy: the caller's value stays
+        return threading.get_ident(), seen
+
+    async def main() -> None:
+        WHO.set("the caller")
+        thread, seen = await handoff.run_sync(body)
+        assert thread != threading.get_ident()
+        assert seen == "the caller"
+        assert WHO.get() == "the caller"
+
+    anyio.run(main)
+
+
+def test_a_cancelled_caller_waits_for_the_body() -> None:
+    started, release = threading.Event(), threading.Event()
+    finished: list[str] = []
+    returned: list[list[str]] = []
+
+    def body() -> None:
+        started.set()
+        release.wait(30)
+        finished.append("body")
+
+    async def main() -> None:
+        scope = anyio.CancelScope()
+
+        async def caller() -> None:
+            with scope:
+                await handoff.run_sync(body)
+                await anyio.sleep(0)  # as with anyio's, the cancellation comes at the next await
+                returned.append(["not cancelled"])
+            returned.append(list(finished))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(caller)
+            await anyio.to_thread.run_sync(started.wait)
+            scope.cancel()
+            for _ in range(100):  # a caller that did not wait would have left by now
+                await anyio.sleep(0)
+            assert returned == []
+            release.set()
+        assert scope.cancelled_caught
+
+    anyio.run(main)
+    assert returned == [["body"]]  # left after the body ended, and cancelled
+
+
+def test_at_most_handoff_threads_run_at_once_and_the_rest_wait() -> None:
+    extra = 5
+    guard = threading.Condition()
+    running, most = [0], [0]
+    release = threading.Event()
+
+    def body() -> None:
+        with guard:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            guard.notify_all()
+        release.wait(30)
+        with guard:
+            running[0] -= 1
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(HANDOFF_THREADS + extra):
+                group.start_soon(handoff.run_sync, body)
+
+            def all_threads_busy() -> None:
+                with guard:
+                    assert guard.wait_for(lambda: running[0] == HANDOFF_THREADS, 30)
+
+            await anyio.to_thread.run_sync(all_threads_busy)
+            for _ in range(100):  # the ones past the bound must still be waiting
+                await anyio.sleep(0)
+            with guard:
+                assert running[0] == HANDOFF_THREADS
+            release.set()
+        assert most[0] == HANDOFF_THREADS
+        assert running[0] == 0  # and every call ran
+
+    anyio.run(main)
+
+
+def test_an_idle_thread_ends_and_the_next_call_starts_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = handoff._Pool()
+    monkeypatch.setattr(handoff, "_pool", pool)
+    monkeypatch.setattr(handoff, "HANDOFF_IDLE_SECONDS", 0.05)
+
+    async def main() -> None:
+        first = await handoff.run_sync(threading.current_thread)
+        first.join(30)
+        assert not first.is_alive()
+        assert pool._threads == 0
+        second = await handoff.run_sync(threading.current_thread)
+        assert second is not first and second.is_alive()
+
+    anyio.run(main)
