@@ -2,10 +2,10 @@
 
 from typing import Annotated
 
-import anyio
 from fastmcp import FastMCP
 from pydantic import Field
 
+from .. import handoff
 from ..core import limits
 from ..core.containment import locate
 from ..core.gitread import GitReader, head_tail
@@ -33,8 +33,9 @@ def contained(ws, path: str | None) -> list[str]:
 async def git_status(services: Services, workspace: WorkspaceArg = None) -> str:
     """`git status --porcelain=v1 -b`: a `branch:` header plus the porcelain lines."""
     ws = services.workspaces.get(workspace)
-    branch, body = await anyio.to_thread.run_sync(
-        _reader(services).status, ws, limits.GIT_STATUS_TIMEOUT_SECONDS
+    reader = _reader(services)
+    branch, body = await handoff.run_sync(
+        lambda: reader.status(ws, limits.GIT_STATUS_TIMEOUT_SECONDS)
     )
     return "\n".join([f"branch: {branch}", *(body or ["working tree clean"])])
 
@@ -54,9 +55,8 @@ async def git_diff(
     if stat:
         args.append("--stat")
     args += contained(ws, path)
-    out = await anyio.to_thread.run_sync(
-        _reader(services).run, ws, args, limits.GIT_DIFF_TIMEOUT_SECONDS
-    )
+    reader = _reader(services)
+    out = await handoff.run_sync(lambda: reader.run(ws, args, limits.GIT_DIFF_TIMEOUT_SECONDS))
     return head_tail(out.rstrip("\n")) if out.strip() else "(no changes)"
 
 
@@ -78,9 +78,8 @@ async def git_log(
         "--format=%h %ad %an  %s",
     ]
     args += contained(ws, path)
-    out = await anyio.to_thread.run_sync(
-        _reader(services).run, ws, args, limits.GIT_LOG_TIMEOUT_SECONDS
-    )
+    reader = _reader(services)
+    out = await handoff.run_sync(lambda: reader.run(ws, args, limits.GIT_LOG_TIMEOUT_SECONDS))
     return out.rstrip("\n") or "(no commits)"
 
 
