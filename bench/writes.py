@@ -35,19 +35,26 @@ the same write in an async tool (no worker-thread trip), all called through one 
 client in the same rounds. Over stdio a read and a write both cross threads for the
 pipe, so the worker-thread trip a synchronous tool adds is smaller than in memory.
 
+`--stdio --base SRC` also spawns our server from another source tree (a checkout of an
+earlier commit: `git worktree add /tmp/base <commit>`, then `--base /tmp/base/src`) and
+times its read, write and new-content write in the same rounds: a change compared with
+the commit before it at the same moment of the machine.
+
 `--in-process` measures the same writes without a client, protocol or thread trip,
 each wrapped as the journal middleware wraps it (far steadier than through a client,
 so small changes to the records show): a write changing every line or one line, on a
 fresh workspace and on one whose records are full, beside the durable-write floor; and
 the diff alone, on 160 and 9,600 lines.
 
-    python bench/writes.py [--calls 300] [--bound | --stdio | --in-process] [--json FILE]
+    python bench/writes.py [--calls 300] [--bound | --stdio [--base SRC] | --in-process]
+        [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -198,32 +205,48 @@ mcp.run(show_banner=False)
 """
 
 
-def spawned(argv: list[str], log: object) -> Client:
+def spawned(argv: list[str], log: object, pythonpath: str | None = None) -> Client:
     from fastmcp.client.transports import StdioTransport
 
     # The whole environment, so PYTHONPATH can point a run at another checkout.
-    transport = StdioTransport(
-        argv[0], argv[1:], env=dict(os.environ), keep_alive=False, log_file=log
-    )
+    env = dict(os.environ) if pythonpath is None else {**os.environ, "PYTHONPATH": pythonpath}
+    transport = StdioTransport(argv[0], argv[1:], env=env, keep_alive=False, log_file=log)
     return Client(transport)
 
 
-async def over_stdio(calls: int) -> dict[str, list[float]]:
-    """`--stdio`: both servers spawned as processes, as users run ours."""
+async def over_stdio(calls: int, base_src: str | None = None) -> dict[str, list[float]]:
+    """`--stdio`: both servers spawned as processes, as users run ours; with `base_src`,
+    a third: our server from that source tree (another checkout's `src`)."""
     import inspect
 
     bare_script = BARE_STDIO.format(durable_write=inspect.getsource(durable_write))
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as log:
         base = Path(tmp)
-        floor_dir, bare_dir, root = (base / n for n in ("floor", "bare", "ws"))
-        for directory in (floor_dir, bare_dir, root):
+        floor_dir, bare_dir, root, base_root = (base / n for n in ("floor", "bare", "ws", "base"))
+        for directory in (floor_dir, bare_dir, root, base_root):
             directory.mkdir()
             (directory / "small.txt").write_text(CONTENTS[0])
         ours_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]
         bare_argv = [sys.executable, "-c", bare_script, str(bare_dir)]
-        async with spawned(bare_argv, log) as bare, spawned(ours_argv, log) as ours:
+        base_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(base_root)]
+        async with contextlib.AsyncExitStack() as stack:
+            bare = await stack.enter_async_context(spawned(bare_argv, log))
+            ours = await stack.enter_async_context(spawned(ours_argv, log))
             turn = [0]
             figures = shared_figures(floor_dir, bare, ours, turn, bare_read=True)
+            if base_src is not None:
+                other = await stack.enter_async_context(spawned(base_argv, log, base_src))
+                figures |= {
+                    "base: read_file 10 KB": lambda: other.call_tool(
+                        "read_file", {"path": "small.txt"}
+                    ),
+                    "base: write_file 10 KB": lambda: other.call_tool(
+                        "write_file", {"path": "out.txt", "content": CONTENTS[turn[0] % 2]}
+                    ),
+                    "base: new content": lambda: other.call_tool(
+                        "write_file", {"path": "new.txt", "content": new_content(turn[0])}
+                    ),
+                }
             return await sampled(figures, turn, calls)
 
 
@@ -401,7 +424,16 @@ def stdio_derived(p50: dict[str, float]) -> dict[str, float]:
         - p50["bare FastMCP, read 10 KB"],
         "thread trip (bare - on loop)": p50["bare FastMCP, durable write"]
         - p50["bare FastMCP, same on the loop"],
-    }
+    } | (
+        {
+            "base: write_file - read_file": p50["base: write_file 10 KB"]
+            - p50["base: read_file 10 KB"],
+            "base: new content - read_file": p50["base: new content"]
+            - p50["base: read_file 10 KB"],
+        }
+        if "base: read_file 10 KB" in p50
+        else {}
+    )
 
 
 def in_process_derived(p50: dict[str, float]) -> dict[str, float]:
@@ -429,13 +461,21 @@ def main() -> int:
     mode.add_argument(
         "--in-process", action="store_true", help="no client: the write and the diff alone"
     )
+    parser.add_argument(
+        "--base",
+        metavar="SRC",
+        help="with --stdio: also our server from this source tree (another checkout's src), "
+        "in the same rounds",
+    )
     args = parser.parse_args()
+    if args.base and not args.stdio:
+        parser.error("--base needs --stdio")
     if args.bound:
         without_checks_and_records()
     if args.in_process:
         samples = in_process(args.calls)
     else:
-        samples = asyncio.run(over_stdio(args.calls) if args.stdio else run(args.calls))
+        samples = asyncio.run(over_stdio(args.calls, args.base) if args.stdio else run(args.calls))
     digits = 3 if args.in_process else 2
     rows = []
     print(f"{'figure':34} {'p50 ms':>7} {'p95 ms':>7}")
@@ -464,6 +504,7 @@ def main() -> int:
                 "bound": args.bound,
                 "in_process": args.in_process,
                 "stdio": args.stdio,
+                "base": args.base,
                 "rows": rows,
                 "derived_ms": {k: round(v, 2) for k, v in derived.items()},
             },
