@@ -29,6 +29,26 @@ def test_answers_and_raises_what_the_function_does() -> None:
     anyio.run(main)
 
 
+def test_a_stopiteration_becomes_an_error_not_a_wait_forever() -> None:
+    def stops() -> None:
+        raise StopIteration("exhausted")  # an asyncio future refuses this exception
+
+    raised: list[BaseException] = []
+
+    async def main() -> None:
+        try:
+            await handoff.run_sync(stops)
+        except BaseException as exc:
+            raised.append(exc)
+
+    # The wait is shielded, so no timeout inside the loop could end it: watch from outside.
+    loop_thread = threading.Thread(target=anyio.run, args=(main,), daemon=True)
+    loop_thread.start()
+    loop_thread.join(30)
+    assert not loop_thread.is_alive(), "the caller still waits for an answer"
+    assert isinstance(raised[0], RuntimeError) and "StopIteration" in str(raised[0])
+
+
 def test_runs_in_a_worker_thread_with_a_copy_of_the_callers_context() -> None:
     def body() -> tuple[int, str]:
         seen = WHO.get()

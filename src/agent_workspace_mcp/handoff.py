@@ -1,19 +1,21 @@
 """Synchronous work in worker threads, handed over at a lower cost than anyio's.
 
-Every synchronous tool body, every answer written to stdout and every audit line cross
-from the event loop to a worker thread and back. `anyio.to_thread.run_sync` yields to
-the loop twice before it hands the work over (its checkpoint and its capacity limiter)
-and hands it over through a `queue.Queue`: 95-160 us a trip on our machines, against
-40-65 us for a thread waiting on its own `SimpleQueue` that wakes the loop once with the
-result (bench/handoff.py). A write's trip is what a read run inline does not pay (issue
-47, item 4), and over stdio every call took three.
+Synchronous tool bodies, answers written to stdout, audit lines and the git tools' reads
+cross from the event loop to a worker thread and back. `anyio.to_thread.run_sync` yields
+to the loop twice before it hands the work over (its checkpoint and its capacity
+limiter) and hands it over through a `queue.Queue`: 175-185 us a trip on our machines,
+against 75-80 us for a thread waiting on its own `SimpleQueue` that wakes the loop once
+with the result (bench/handoff.py). Over stdio a write took three trips (its body, its
+answer, its audit line), and its body's is what read_file, run on the loop, does not
+pay (issue 47, item 4).
 
 The contract is anyio's default one: the function runs with a copy of the caller's
 context; a cancelled caller still waits for it to finish (a tool body is never abandoned
 half done: its journal entry is written after it), then is cancelled at its next await;
 at most HANDOFF_THREADS run at once and the rest wait their turn, first come first
-served; a thread idle for HANDOFF_IDLE_SECONDS ends. These are not anyio's worker threads, so
-`anyio.from_thread` cannot be used in them (nothing here calls back into the loop).
+served; a thread idle for HANDOFF_IDLE_SECONDS ends. These are not anyio's worker
+threads, so `anyio.from_thread` cannot be used in them (nothing here calls back into the
+loop).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
         return
     if error is None:
         future.set_result(result)
+    elif isinstance(error, StopIteration):  # a future refuses it: the caller would wait forever
+        future.set_exception(RuntimeError(f"StopIteration raised in a worker thread: {error}"))
     else:
         future.set_exception(error)
 

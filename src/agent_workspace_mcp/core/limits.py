@@ -213,9 +213,9 @@ ORPHAN_SWEEP_SECONDS = 1.0  # how often the supervisor looks for orphaned jobs p
 ORPHAN_DEADLINE_SLACK_SECONDS = 2.0  # past maxRuntimeMs before the supervisor stops one
 REMOTE_KILL_WAIT_SECONDS = 1.0  # a kill through another worker waits this long for the record
 LOCK_STRIPES = 256  # cross-worker path locks: files hashed onto this many lock files
-# Synchronous work run off the event loop (handoff.py): as many threads at once as
-# anyio's default thread limiter allows, which ran every synchronous tool before, and
-# ended after anyio's idle time.
+# ours (issue 47): threads running synchronous work off the event loop at once
+# (handoff.py), and how long one may sit idle before it ends: anyio's defaults (its
+# thread limiter's 40 tokens, its workers' 10 s), which ran that work before.
 HANDOFF_THREADS = 40
 HANDOFF_IDLE_SECONDS = 10.0
 JOB_RECORD_MAX_BYTES = 16_384  # a job record is a few hundred bytes; bigger ones are not ours
