@@ -5,7 +5,7 @@ one. Sampled in rounds, one call of each per round, in microseconds:
 
 - on the loop (floor): the same function called inline, no trip;
 - anyio.to_thread.run_sync: how FastMCP runs a synchronous tool, and how we did;
-- handoff.run_sync: our worker threads (src/agent_workspace_mcp/handoff.py);
+- handoff.run_sync: our worker threads (src/agent_workspace_mcp/core/handoff.py);
 - bare FastMCP, sync tool / async tool awaiting handoff.run_sync: the same tool called
   through an in-memory client, FastMCP handing the first to anyio.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import anyio.to_thread
 from fastmcp import Client, FastMCP
 
-from agent_workspace_mcp import handoff
+from agent_workspace_mcp.core import handoff
 from floors import WARM_UP_CALLS  # bench/floors.py
 
 HERE = Path(__file__).resolve().parent

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import anyio
 
-from agent_workspace_mcp import Settings, handoff
+from agent_workspace_mcp import Settings
+from agent_workspace_mcp.core import handoff
 from agent_workspace_mcp.server import build
 from agent_workspace_mcp.tools.base import bind
 

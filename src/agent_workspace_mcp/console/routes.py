@@ -11,13 +11,12 @@ from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from typing import Any
 
-import anyio
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..core import limits
+from ..core import handoff, limits
 from ..core.errors import WorkspaceError
 from .sessions import CSP, Secrets, cookie_name
 from .state import ConsoleState, as_dicts
@@ -43,7 +42,7 @@ def routes(state: ConsoleState, keys: Secrets, base_path: str = "") -> list[Rout
         return keys.page_key(cookie) if cookie else None
 
     async def off_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        return await handoff.run_sync(lambda: fn(*args, **kwargs))
 
     def html(name: str, status: int = 200, **values: Any) -> Response:
         nonce = secrets.token_urlsafe(16)

@@ -29,7 +29,7 @@ from fastmcp.tools.base import ToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, Field
 
-from ..core import announce, edits, limits, proofkey, reviewer, risk
+from ..core import announce, edits, handoff, limits, proofkey, reviewer, risk
 from ..core.callscope import (
     REVERTS,
     RUNS_PROGRAMS,
@@ -228,9 +228,9 @@ class ApprovalGate(Middleware):
         """The paths the call touches: resolved from its arguments, or for an undo, the
         ones its own dry run reports (they come from the records, not the arguments)."""
         if tool not in REVERTS:
-            return await anyio.to_thread.run_sync(touched, ws, tool, args)
+            return await handoff.run_sync(lambda: touched(ws, tool, args))
         if tool == "restore_file":
-            found = await anyio.to_thread.run_sync(self._restore_paths, ws, args)
+            found = await handoff.run_sync(lambda: self._restore_paths(ws, args))
         else:
             preview = context.message.model_copy(update={"arguments": {**args, "dryRun": True}})
             with activity.isolated() as seen:
@@ -284,9 +284,9 @@ class ApprovalGate(Middleware):
                 result = await call_next(context.copy(message=preview))
             body = "\n".join(getattr(c, "text", "") for c in getattr(result, "content", []))
         elif tool in ("write_file", "create_file") and isinstance(args.get("content"), str):
-            body = await anyio.to_thread.run_sync(_write_diff, ws, args)
+            body = await handoff.run_sync(lambda: _write_diff(ws, args))
         elif tool == "delete_path" and isinstance(args.get("path"), str):
-            body = await anyio.to_thread.run_sync(_delete_listing, ws, args["path"])
+            body = await handoff.run_sync(lambda: _delete_listing(ws, args["path"]))
         elif tool in RUNS_PROGRAMS:
             cwd = args.get("cwd") or "."
             command = args.get("command", args.get("script", args.get("name")))
@@ -348,7 +348,7 @@ class ApprovalGate(Middleware):
 
         async def off(fn, *a, **kw):
             try:
-                return await anyio.to_thread.run_sync(lambda: fn(*a, **kw))
+                return await handoff.run_sync(lambda: fn(*a, **kw))
             except WorkspaceError as exc:  # the state cannot be read or written: fail closed
                 raise ToolError(
                     f"not run: {tool} needs a person's approval ({why}): {exc}"
@@ -514,7 +514,7 @@ class ApprovalGate(Middleware):
                 f"not run: the person's version of this call is unusable ({exc})"
             ) from None
         if ours == "apply_patch":  # the edited diff may reach only the files shown
-            reach = await anyio.to_thread.run_sync(touched, ws, ours, changed)
+            reach = await handoff.run_sync(lambda: touched(ws, ours, changed))
             shown = set(scope.paths if scope is not None else ())
             if not reach.complete or not set(reach.paths) <= shown:
                 raise ToolError(
@@ -542,7 +542,7 @@ class ApprovalGate(Middleware):
         settings = self.services.settings
         console = f"http://{settings.host}:{settings.port}/console" if settings.http else None
         body = announce.message(record, why, ws.name, console)
-        failed = await anyio.to_thread.run_sync(announce.post, url, body)
+        failed = await handoff.run_sync(lambda: announce.post(url, body))
         if failed:
             log.warning("approval %s was not announced: %s", record["id"], failed)
             activity.approved(f"{record['id']} not announced: {failed}")
@@ -564,14 +564,15 @@ class ApprovalGate(Middleware):
             "workspace": ws.name,
             "subject": record.get("subject"),
         }
-        verdict = await anyio.to_thread.run_sync(reviewer.review, self.hook, request)
-        name = os.path.basename(self.hook[0])
+        hook = self.hook  # narrowed above; a lambda would not see that
+        verdict = await handoff.run_sync(lambda: reviewer.review(hook, request))
+        name = os.path.basename(hook[0])
         if verdict.decision == "ask":
             activity.approved(f"{record['id']} passed to a person by the reviewer {name}")
             return record
         by = f"the reviewer program {name}" + (f" ({verdict.note})" if verdict.note else "")
         try:
-            settled = await anyio.to_thread.run_sync(
+            settled = await handoff.run_sync(
                 lambda: self.approvals.decide(
                     ws,
                     record["id"],
@@ -582,7 +583,7 @@ class ApprovalGate(Middleware):
                 )
             )
         except (ApprovalRefused, WorkspaceError):  # decided meanwhile (a person was quicker)
-            settled = await anyio.to_thread.run_sync(
+            settled = await handoff.run_sync(
                 lambda: self.approvals.get(ws, record["id"], operator=True)
             )
         activity.approved(f"{record['id']} {settled['status']} by {by} via hook")
@@ -603,7 +604,7 @@ class ApprovalGate(Middleware):
             return ToolResult(
                 content=f"{_text(result)}\n[ran staged: it changed nothing in the workspace]"
             )
-        return await anyio.to_thread.run_sync(self._staged_request, ws, tool, args, box)
+        return await handoff.run_sync(lambda: self._staged_request(ws, tool, args, box))
 
     def _staged_request(self, ws, tool: str, args: dict[str, Any], box) -> tuple[str, str]:
         store = self.services.checkpoints(ws)
@@ -644,7 +645,7 @@ class ApprovalGate(Middleware):
         if not ref:
             raise ToolError(f"not landed: approval {record['id']} names no staged changes")
         try:
-            text = await anyio.to_thread.run_sync(work)
+            text = await handoff.run_sync(work)
         except WorkspaceError as exc:
             raise ToolError(f"not landed: {exc}") from None
         activity.record(result="staged changes landed")
@@ -656,7 +657,7 @@ class ApprovalGate(Middleware):
         while record["status"] == PENDING and anyio.current_time() < deadline:
             await anyio.sleep(limits.CONFIRM_POLL_SECONDS)
             try:
-                record = await anyio.to_thread.run_sync(
+                record = await handoff.run_sync(
                     lambda: self.approvals.get(ws, approval_id, operator=True)
                 )
             except WorkspaceError:
@@ -673,7 +674,7 @@ class ApprovalGate(Middleware):
         if ASK not in answers or not approval_id:
             return None
         try:
-            record = await anyio.to_thread.run_sync(
+            record = await handoff.run_sync(
                 lambda: self.approvals.get(ws, approval_id, subject=current_subject())
             )
         except WorkspaceError:
@@ -718,7 +719,7 @@ class ApprovalGate(Middleware):
     ):
         who = f"the client ({client or 'unnamed'}; a client may answer on its own)"
         try:
-            settled = await anyio.to_thread.run_sync(
+            settled = await handoff.run_sync(
                 lambda: self.approvals.decide(
                     ws,
                     record["id"],
@@ -729,7 +730,7 @@ class ApprovalGate(Middleware):
                 )
             )
         except ApprovalRefused:
-            settled = await anyio.to_thread.run_sync(
+            settled = await handoff.run_sync(
                 lambda: self.approvals.get(ws, record["id"], operator=True)
             )
         activity.approved(

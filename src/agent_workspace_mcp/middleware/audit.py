@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from .. import handoff
+from ..core import handoff
 from ..core.audit import AuditLog
 from ..core.callscope import named_paths
 from ..core.state.journal import activity

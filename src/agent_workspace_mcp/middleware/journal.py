@@ -18,7 +18,7 @@ import time
 from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
-from .. import handoff
+from ..core import handoff
 from ..core.errors import WorkspaceError
 from ..core.state.files import state_scope
 from ..core.state.journal import calls as journaling

@@ -16,7 +16,7 @@ from fastmcp import FastMCP
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from .. import handoff
+from ..core import handoff
 from ..core.callscope import RUNS_PROGRAMS
 from ..core.state.journal.calls import run_in_thread
 from ..requestctx import JOURNAL_TAG, READ_TAG, WRITE_TAG
@@ -91,7 +91,7 @@ def bind(fn: Callable[..., Any], dependency: Any, *, inline: bool = False) -> Ca
         bound = bound_async
     else:
         # Registered as a coroutine that hands the body to a worker thread itself, not as
-        # a plain function FastMCP would hand over through anyio (handoff.py: the trip
+        # a plain function FastMCP would hand over through anyio (core/handoff.py: the trip
         # costs half as much).
         @functools.wraps(fn)
         async def bound_sync(*args: Any, **kwargs: Any) -> Any:

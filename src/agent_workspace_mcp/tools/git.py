@@ -5,8 +5,7 @@ from typing import Annotated
 from fastmcp import FastMCP
 from pydantic import Field
 
-from .. import handoff
-from ..core import limits
+from ..core import handoff, limits
 from ..core.containment import locate
 from ..core.gitread import GitReader, head_tail
 from ..services import Services

@@ -7,12 +7,12 @@ Also the small context resources: `resource://cwd` and `resource://workspaces`.
 import logging
 from typing import Annotated
 
-import anyio
 from fastmcp import FastMCP
 from fastmcp.skills import Skill
 from fastmcp.skills.provider import SkillCatalogProvider
 from pydantic import Field, ValidationError
 
+from ..core import handoff
 from ..core.echo import echo, listing
 from ..core.errors import BinaryFileError, NotFoundError
 from ..core.limits import SKILL_FILES_LISTED
@@ -98,7 +98,7 @@ class TolerantSkillsProvider(SkillCatalogProvider):
         return [snapshot for _, snapshot in usable_skills(self._services)]
 
     async def load_skills(self):
-        return await anyio.to_thread.run_sync(self._build)
+        return await handoff.run_sync(self._build)
 
     async def get_tasks(self) -> list:
         # FastMCP's lifespan lists every provider's components to find background-task

@@ -19,11 +19,11 @@ from __future__ import annotations
 import hmac
 import logging
 
-import anyio
 import jwt
 from fastmcp.server.auth import AccessToken, AuthProvider, TokenVerifier
 
 from ..configuration import PROG, base_url
+from ..core import handoff
 from ..core.errors import ConfigError
 from ..core.limits import JWKS_CACHE_SECONDS, JWKS_FETCH_SECONDS, JWT_LEEWAY_SECONDS
 from ..settings import Settings
@@ -109,10 +109,9 @@ class JwtVerifier(TokenVerifier):
             if header.get("alg") != self.algorithm:
                 return None
             key = self._key
-            if self._jwks is not None:
-                key = (
-                    await anyio.to_thread.run_sync(self._jwks.get_signing_key_from_jwt, token)
-                ).key
+            jwks = self._jwks
+            if jwks is not None:
+                key = (await handoff.run_sync(lambda: jwks.get_signing_key_from_jwt(token))).key
             required = ["exp", "sub", "aud"] + (["iss"] if self.issuer else [])
             claims = jwt.decode(
                 token,

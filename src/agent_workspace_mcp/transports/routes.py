@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import logging
 
-import anyio
 from fastmcp import FastMCP
 from starlette.responses import JSONResponse, Response
 
 from ..configuration import PROG, base_url, package_version
+from ..core import handoff
 from ..services import Services
 
 log = logging.getLogger("agent_workspace_mcp")
@@ -51,7 +51,7 @@ def _ready_route(app: FastMCP, services: Services) -> None:
 
     @app.custom_route("/ready", methods=["GET"])
     async def ready(_request) -> JSONResponse:
-        problem = await anyio.to_thread.run_sync(check)
+        problem = await handoff.run_sync(check)
         if problem:
             return JSONResponse({"status": "not ready", "error": problem}, status_code=503)
         return JSONResponse({"status": "ready"})

@@ -34,7 +34,7 @@ import anyio
 from fastmcp import FastMCP
 from pydantic_core import PydanticSerializationError
 
-from .. import handoff
+from ..core import handoff
 from ..core.limits import SHUTDOWN_CLEANUP_SECONDS, STDIO_FRAME_MAX_BYTES
 from ..core.operator import say
 from ..services import Services

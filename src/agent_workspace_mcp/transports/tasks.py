@@ -22,7 +22,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.extensions import MethodBinding, ServerExtension, read_client_extension_settings
 from mcp.shared.exceptions import MCPError
@@ -32,7 +31,7 @@ from mcp_types.jsonrpc import HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILIT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
-from ..core import limits
+from ..core import handoff, limits
 from ..core.errors import NotFoundError, WorkspaceError
 from ..core.exec.jobs import JobRegistry, JobView, job_answer
 from ..requestctx import TASK_CALL, TaskCall, current_subject
@@ -127,7 +126,7 @@ class TasksExtension(ServerExtension):
     async def _job(self, job_id: str) -> JobView:
         # Off the loop: a job seen ending is settled by its first reader (its changes
         # recorded, its .git looked at), and a worker's job is read from its record.
-        return await anyio.to_thread.run_sync(self.jobs.get, job_id, current_subject())
+        return await handoff.run_sync(lambda: self.jobs.get(job_id, current_subject()))
 
     async def _view(self, ctx, task_id: str) -> JobView:
         if read_client_extension_settings(ctx, TASKS_EXTENSION) is None:
@@ -151,7 +150,7 @@ class TasksExtension(ServerExtension):
         fields = self._fields(view)
         if fields["status"] == "completed":
             try:
-                text = await anyio.to_thread.run_sync(job_answer, view)
+                text = await handoff.run_sync(lambda: job_answer(view))
             except WorkspaceError as exc:
                 fields["status"] = "failed"
                 fields["error"] = {"code": INTERNAL_ERROR, "message": str(exc)}
@@ -169,5 +168,5 @@ class TasksExtension(ServerExtension):
     async def _cancel(self, ctx, params: TaskParams) -> dict[str, Any]:
         view = await self._view(ctx, params.task_id)
         if view.status == "running":
-            await anyio.to_thread.run_sync(self.jobs.kill, view.id, current_subject())
+            await handoff.run_sync(lambda: self.jobs.kill(view.id, current_subject()))
         return {}

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from .. import features, limits
+from .. import features, handoff, limits
 from ..containment import locate, open_dir, parts_below
 from ..errors import WorkspaceError, WrongTypeError
 from ..limits import STATE_DIR_NAME
@@ -239,7 +239,7 @@ class Runner:
         box = activity.staged_box() if self.confinement.stage is not None else None
         if box is not None and background:
             raise WorkspaceError(STAGED_FOREGROUND)
-        child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
+        child = await handoff.run_sync(lambda: self.spawn(ws, argv, executable, cwd))
         command = shown_command(argv)
         activity.record(detail=command)
         activity.ran_command()
@@ -270,7 +270,7 @@ class Runner:
                 now = time.monotonic()
                 if now - started >= timeout_ms / 1000:
                     child.timed_out = True
-                    await anyio.to_thread.run_sync(child.kill)
+                    await handoff.run_sync(child.kill)
                     break
                 if now - started >= promote_after:
                     remaining = int(timeout_ms - (now - started) * 1000)
@@ -298,19 +298,19 @@ class Runner:
         except BaseException:
             # Cancelled (or the server is going down): the command must not outlive us.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(child.kill)
+                await handoff.run_sync(child.kill)
                 if child.stage is not None:
-                    await anyio.to_thread.run_sync(child.stage.close)
-                if child.watch is not None:
-                    await anyio.to_thread.run_sync(effects.into_call, child.watch)
+                    await handoff.run_sync(child.stage.close)
+                if (watching := child.watch) is not None:
+                    await handoff.run_sync(lambda: effects.into_call(watching))
             raise
         outcome = child.outcome()
         status = describe_exit(outcome, timeout_ms)
         code = outcome.exit_code
-        notes = await anyio.to_thread.run_sync(child.settle)
+        notes = await handoff.run_sync(child.settle)
         changed = ""
-        if child.watch is not None:
-            changed = await anyio.to_thread.run_sync(effects.into_call, child.watch)
+        if (watch := child.watch) is not None:
+            changed = await handoff.run_sync(lambda: effects.into_call(watch))
         activity.record(
             result=(
                 f"timed out ({outcome.duration_ms}ms)"
@@ -321,9 +321,9 @@ class Runner:
         )
         answer = command_answer(command, child.buffer.text(), status)
         answer += "".join(f"\n[the command {note}]" for note in notes)
-        if box is not None and child.stage is not None:
+        if box is not None and (stage := child.stage) is not None:
             box.answer = answer
-            box.proposal = await anyio.to_thread.run_sync(self._collect, ws, child.stage)
+            box.proposal = await handoff.run_sync(lambda: self._collect(ws, stage))
             box.proposal.answer = answer
         return answer + (f"\n{changed}" if changed else "")
 
@@ -350,7 +350,7 @@ class Runner:
         """Start `argv` as a background job at once; the answer names the job."""
         if self.confinement.stage is not None:
             raise WorkspaceError(STAGED_FOREGROUND)
-        child = await anyio.to_thread.run_sync(self.spawn, ws, argv, executable, cwd)
+        child = await handoff.run_sync(lambda: self.spawn(ws, argv, executable, cwd))
         shown = shown_command(argv)
         job = self.jobs.adopt(
             child,

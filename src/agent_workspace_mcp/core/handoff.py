@@ -1,13 +1,14 @@
 """Synchronous work in worker threads, handed over at a lower cost than anyio's.
 
-Synchronous tool bodies, answers written to stdout, audit lines and the git tools' reads
-cross from the event loop to a worker thread and back. `anyio.to_thread.run_sync` yields
-to the loop twice before it hands the work over (its checkpoint and its capacity
-limiter) and hands it over through a `queue.Queue`: 175-185 us a trip on our machines,
-against 75-80 us for a thread waiting on its own `SimpleQueue` that wakes the loop once
-with the result (bench/handoff.py). Over stdio a write took three trips (its body, its
-answer, its audit line), and its body's is what read_file, run on the loop, does not
-pay (issue 47, item 4).
+Synchronous tool bodies, answers written to stdout, audit lines, the git tools' reads,
+a command's spawn and the console's reads cross from the event loop to a worker thread
+and back; only the stdin reader keeps anyio's thread, which anyio can abandon when the
+server stops (`abandon_on_cancel`). `anyio.to_thread.run_sync` yields to the loop twice
+before it hands the work over (its checkpoint and its capacity limiter) and hands it
+over through a `queue.Queue`: 175-185 us a trip on our machines, against 75-80 us for a
+thread waiting on its own `SimpleQueue` that wakes the loop once with the result
+(bench/handoff.py). Over stdio a write took three trips (its body, its answer, its audit
+line), and its body's is what read_file, run on the loop, does not pay (issue 47, item 4).
 
 The contract is anyio's default one: the function runs with a copy of the caller's
 context; a cancelled caller still waits for it to finish (a tool body is never abandoned
@@ -31,7 +32,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .core.limits import HANDOFF_IDLE_SECONDS, HANDOFF_THREADS
+from .limits import HANDOFF_IDLE_SECONDS, HANDOFF_THREADS
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ from contextvars import ContextVar
 import anyio
 import pytest
 
-from agent_workspace_mcp import handoff
+from agent_workspace_mcp.core import handoff
 from agent_workspace_mcp.core.limits import HANDOFF_THREADS
 
 WHO: ContextVar[str] = ContextVar("who", default="nobody")
