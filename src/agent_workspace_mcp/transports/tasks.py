@@ -126,7 +126,8 @@ class TasksExtension(ServerExtension):
     async def _job(self, job_id: str) -> JobView:
         # Off the loop: a job seen ending is settled by its first reader (its changes
         # recorded, its .git looked at), and a worker's job is read from its record.
-        return await handoff.run_sync(lambda: self.jobs.get(job_id, current_subject()))
+        subject = current_subject()  # the request's, read on the loop as before
+        return await handoff.run_sync(lambda: self.jobs.get(job_id, subject))
 
     async def _view(self, ctx, task_id: str) -> JobView:
         if read_client_extension_settings(ctx, TASKS_EXTENSION) is None:
@@ -168,5 +169,6 @@ class TasksExtension(ServerExtension):
     async def _cancel(self, ctx, params: TaskParams) -> dict[str, Any]:
         view = await self._view(ctx, params.task_id)
         if view.status == "running":
-            await handoff.run_sync(lambda: self.jobs.kill(view.id, current_subject()))
+            subject = current_subject()
+            await handoff.run_sync(lambda: self.jobs.kill(view.id, subject))
         return {}
