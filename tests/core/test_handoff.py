@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from contextvars import ContextVar
 
 import anyio
@@ -151,3 +154,24 @@ def test_an_idle_thread_ends_and_the_next_call_starts_another(
         assert second is not first and second.is_alive()
 
     anyio.run(main)
+
+
+def test_a_forked_child_starts_its_own_threads() -> None:
+    """The parent's threads do not come along into a child: the child's calls must not
+    be handed to them (they would wait forever)."""
+
+    async def twice() -> int:
+        return await handoff.run_sync(lambda: 2 * 21)
+
+    assert anyio.run(twice) == 42  # the parent has an idle thread now
+    pid = os.fork()
+    if pid == 0:  # the child: answer within the parent's bound, or be killed
+        os._exit(0 if anyio.run(twice) == 42 else 1)
+    deadline = time.monotonic() + 30
+    while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if done == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the child's call was handed to a thread it does not have")
+    assert os.waitstatus_to_exitcode(done[1]) == 0

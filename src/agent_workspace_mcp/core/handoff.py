@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 from collections import deque
@@ -114,6 +115,16 @@ class _Pool:
 
 
 _pool = _Pool()
+
+
+def _after_fork() -> None:
+    """A forked child has none of its parent's threads (and maybe a lock one held): a
+    pool that counted them would hand its work to no one."""
+    global _pool
+    _pool = _Pool()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 async def run_sync(fn: Callable[[], T]) -> T:
