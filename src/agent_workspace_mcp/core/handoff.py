@@ -14,9 +14,9 @@ The contract is anyio's default one: the function runs with a copy of the caller
 context; a cancelled caller still waits for it to finish (a tool body is never abandoned
 half done: its journal entry is written after it), then is cancelled at its next await;
 at most HANDOFF_THREADS run at once and the rest wait their turn, first come first
-served; a thread idle for HANDOFF_IDLE_SECONDS ends. These are not anyio's worker
-threads, so `anyio.from_thread` cannot be used in them (nothing here calls back into the
-loop).
+served; a thread idle for HANDOFF_IDLE_SECONDS ends; a forked child starts its own
+threads. These are not anyio's worker threads, so `anyio.from_thread` cannot be used in
+them (nothing here calls back into the loop).
 """
 
 from __future__ import annotations
