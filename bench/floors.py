@@ -41,3 +41,8 @@ async def median_ms(client: Client, tool: str, args: dict, calls: int) -> float:
         await client.call_tool(tool, args)
         samples.append(time.perf_counter() - started)
     return statistics.median(samples) * 1000
+
+
+def percentile(samples: list[float], q: int) -> float:
+    """The q-th percentile of timed samples (inclusive: q=100 is the slowest one)."""
+    return statistics.quantiles(sorted(samples), n=100, method="inclusive")[q - 1]

@@ -28,7 +28,7 @@ import anyio.to_thread
 from fastmcp import Client, FastMCP
 
 from agent_workspace_mcp.core import handoff
-from floors import WARM_UP_CALLS  # bench/floors.py
+from floors import WARM_UP_CALLS, percentile  # bench/floors.py
 
 HERE = Path(__file__).resolve().parent
 
@@ -73,10 +73,6 @@ async def run(calls: int) -> dict[str, list[float]]:
         return samples
 
 
-def p(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100)[q - 1]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3000)
@@ -87,7 +83,7 @@ def main() -> int:
     print(f"{'figure':36} {'p50 us':>7} {'p95 us':>7}")
     for name, values in samples.items():
         row = {"figure": name, "p50_us": round(statistics.median(values), 1)}
-        row["p95_us"] = round(p(values, 95), 1)
+        row["p95_us"] = round(percentile(values, 95), 1)
         rows.append(row)
         print(f"{name:36} {row['p50_us']:7.1f} {row['p95_us']:7.1f}")
     p50 = {row["figure"]: row["p50_us"] for row in rows}
@@ -102,19 +98,9 @@ def main() -> int:
         print(f"{name:36} {value:+7.1f} us (p50)")
     out = Path(args.json or HERE / "results" / "handoff.json")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "benchmark": "handoff",
-                "cpus": os.cpu_count(),
-                "calls": args.calls,
-                "rows": rows,
-                "derived_us": {k: round(v, 1) for k, v in derived.items()},
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    derived_us = {k: round(v, 1) for k, v in derived.items()}
+    report = {"benchmark": "handoff", "cpus": os.cpu_count(), "calls": args.calls}
+    out.write_text(json.dumps({**report, "rows": rows, "derived_us": derived_us}, indent=2) + "\n")
     return 0
 
 

@@ -57,7 +57,6 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
 import statistics
 import sys
 import tempfile
@@ -65,13 +64,14 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from fastmcp import Client, FastMCP
+from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core import limits
 from agent_workspace_mcp.core.state import stale_reads
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
-from floors import WARM_UP_CALLS  # bench/floors.py
+from bare_writer import bare_writer, durable_write  # bench/bare_writer.py
+from floors import WARM_UP_CALLS, percentile  # bench/floors.py
 
 HERE = Path(__file__).resolve().parent
 SIZE = 10 * 1024
@@ -105,40 +105,6 @@ def new_content(n: int) -> str:
     lines = CONTENTS[0].splitlines(keepends=True)
     lines[len(lines) // 2] = f"    value = changed({n:08d})  # this write's own line\n"
     return "".join(lines)
-
-
-def durable_write(directory: str, name: str, data: bytes) -> None:
-    tmp = os.path.join(directory, f".{name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.rename(tmp, os.path.join(directory, name))
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-def bare_writer(directory: str) -> FastMCP:
-    mcp = FastMCP("bare")
-
-    @mcp.tool
-    def write(content: str) -> str:
-        data = content.encode()
-        durable_write(directory, "out.txt", data)
-        return f"Updated out.txt ({len(data)} bytes)"
-
-    @mcp.tool
-    async def write_on_loop(content: str) -> str:  # no worker-thread trip
-        data = content.encode()
-        durable_write(directory, "out.txt", data)
-        return f"Updated out.txt ({len(data)} bytes)"
-
-    return mcp
 
 
 async def long_session(client: Client, root: Path) -> None:
@@ -177,34 +143,6 @@ async def run(calls: int) -> dict[str, list[float]]:
             return await sampled(figures, turn, calls)
 
 
-BARE_STDIO = """
-import os, secrets, sys
-from fastmcp import FastMCP
-{durable_write}
-directory = sys.argv[1]
-mcp = FastMCP("bare")
-
-@mcp.tool
-def read(path: str) -> str:
-    with open(os.path.join(directory, path), encoding="utf-8") as handle:
-        return handle.read()
-
-@mcp.tool
-def write(content: str) -> str:
-    data = content.encode()
-    durable_write(directory, "out.txt", data)
-    return f"Updated out.txt ({{len(data)}} bytes)"
-
-@mcp.tool
-async def write_on_loop(content: str) -> str:
-    data = content.encode()
-    durable_write(directory, "out.txt", data)
-    return f"Updated out.txt ({{len(data)}} bytes)"
-
-mcp.run(show_banner=False)
-"""
-
-
 def spawned(argv: list[str], log: object, pythonpath: str | None = None) -> Client:
     from fastmcp.client.transports import StdioTransport
 
@@ -217,9 +155,6 @@ def spawned(argv: list[str], log: object, pythonpath: str | None = None) -> Clie
 async def over_stdio(calls: int, base_src: str | None = None) -> dict[str, list[float]]:
     """`--stdio`: both servers spawned as processes, as users run ours; with `base_src`,
     a third: our server from that source tree (another checkout's `src`)."""
-    import inspect
-
-    bare_script = BARE_STDIO.format(durable_write=inspect.getsource(durable_write))
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as log:
         base = Path(tmp)
         floor_dir, bare_dir, root, base_root = (base / n for n in ("floor", "bare", "ws", "base"))
@@ -227,7 +162,7 @@ async def over_stdio(calls: int, base_src: str | None = None) -> dict[str, list[
             directory.mkdir()
             (directory / "small.txt").write_text(CONTENTS[0])
         ours_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]
-        bare_argv = [sys.executable, "-c", bare_script, str(bare_dir)]
+        bare_argv = [sys.executable, str(HERE / "bare_writer.py"), str(bare_dir)]
         base_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(base_root)]
         async with contextlib.AsyncExitStack() as stack:
             bare = await stack.enter_async_context(spawned(bare_argv, log))
@@ -395,10 +330,6 @@ def without_checks_and_records() -> None:
     JournalMiddleware._ready_here = staticmethod(nothing)
 
 
-def p(samples: list[float], q: int) -> float:
-    return statistics.quantiles(sorted(samples), n=100, method="inclusive")[q - 1]
-
-
 def through_client_derived(p50: dict[str, float]) -> dict[str, float]:
     return {
         "write_file - read_file": p50["write_file 10 KB"] - p50["read_file 10 KB"],
@@ -481,7 +412,7 @@ def main() -> int:
     print(f"{'figure':34} {'p50 ms':>7} {'p95 ms':>7}")
     for name, values in samples.items():
         row = {"figure": name, "p50_ms": round(statistics.median(values), digits)}
-        row["p95_ms"] = round(p(values, 95), digits)
+        row["p95_ms"] = round(percentile(values, 95), digits)
         rows.append(row)
         print(f"{name:34} {row['p50_ms']:7.{digits}f} {row['p95_ms']:7.{digits}f}")
     p50 = {row["figure"]: row["p50_ms"] for row in rows}
