@@ -69,6 +69,35 @@ def test_a_call_keeps_the_folder_it_reached_whatever_is_planted_at_its_name(
     assert not (state / "seen").is_symlink() and (state / "seen" / "c.jsonl").exists()
 
 
+def test_a_call_reaches_folders_from_the_ones_it_already_holds(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """A folder on the way to one the call reached is kept too, and a later state file
+    is reached from the nearest kept folder, never by a second walk from the root: a
+    link planted at a folder's name mid-call is not followed, nor does it split the
+    call's records between two folders."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = Path(ws.state_dir)
+    (state / "checkpoints" / "objects" / "ab").mkdir(parents=True)
+    (state / "checkpoints" / "objects" / "cd").mkdir()
+    with state_scope():
+        write(ws, "checkpoints", "objects", "ab", "one")  # straight down from the root
+        (state / "checkpoints").rename(state / "moved")
+        (state / "checkpoints").symlink_to(outside)
+        write(ws, "checkpoints", "index.jsonl")  # from the kept checkpoints/
+        write(ws, "checkpoints", "objects", "cd", "two")  # from the kept objects/
+        (state / "locks").mkdir()
+        (state / "locks").rename(state / "locks-moved")
+        (state / "locks").symlink_to(outside)
+        write(ws, "locks", "path-001.lock")  # from the kept state directory, no link followed
+    assert (state / "moved" / "index.jsonl").read_bytes() == b"record\n"
+    assert (state / "moved" / "objects" / "cd" / "two").read_bytes() == b"record\n"
+    assert list(outside.iterdir()) == []
+    assert not (state / "locks").is_symlink()
+    assert (state / "locks" / "path-001.lock").read_bytes() == b"record\n"
+
+
 def test_a_folder_removed_mid_call_is_reached_again(ws: Workspace) -> None:
     state = Path(ws.state_dir)
     with state_scope():

@@ -257,7 +257,7 @@ def _write_diff(
         return f"\n(replaced a binary file of {len(current)} bytes)"
     if max(len(current), size) > limits.WRITE_DIFF_MAX_BYTES:
         return f"\n(diff not shown: over {limits.WRITE_DIFF_MAX_BYTES // 1024} KiB)"
-    new = content.replace("\r\n", "\n")
+    new = content.replace("\r\n", "\n") if "\r" in content else content
     if new == doc.text:
         return "\n(content unchanged)"
     return "\n" + unified_diff(

@@ -160,10 +160,12 @@ def locate_state(
     scope = _scope.get() if not follow_final and parts else None
     if scope is not None:
         kept = scope.reuse(ws, parts)
+        if kept is None:
+            kept = scope.descend(ws, parts)
         if kept is not None:
             return kept
     prefix = _state_prefix(ws)
-    direct = _direct(ws, prefix, parts) if parts and not follow_final else None
+    direct = _direct(ws, prefix, parts, scope) if parts and not follow_final else None
     if direct is not None:
         if scope is not None:
             scope.keep(ws, parts, direct)
@@ -187,21 +189,31 @@ def locate_state(
     raise WorkspaceError(f"{STATE_DIR_NAME} keeps being replaced by a link; remove it and retry")
 
 
-def _direct(ws: Workspace, prefix: tuple[str, ...], parts: tuple[str, ...]) -> Located | None:
+def _direct(
+    ws: Workspace, prefix: tuple[str, ...], parts: tuple[str, ...], scope: _Scope | None = None
+) -> Located | None:
     """The usual case, straight down from the root: every folder opened with O_NOFOLLOW
     (so what is reached is the state directory itself, never a link's target). None when
     anything is unusual (a link, a missing folder, not a directory): the general walk
     then decides, and repairs."""
     folders = (*prefix, *parts[:-1])
     fd = open_root(ws)
+    reached: list[tuple[int, int]] = []  # (folders reached, a dup of the fd there)
     try:
-        for part in folders:
+        for at, part in enumerate(folders, 1):
             nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = nxt
+            if scope is not None and len(prefix) <= at < len(folders):
+                reached.append((at, os.dup(fd)))
     except OSError:
         os.close(fd)
+        for _, kept in reached:
+            os.close(kept)
         return None
+    if scope is not None:  # the state directory and the folders below it, for later
+        for at, kept in reached:
+            scope.hold(ws, folders[len(prefix) : at], kept, folders[:at])
     loc = Located(ws, fd, parts[-1], (*folders, parts[-1]), "/".join((STATE_DIR_NAME, *parts)))
     if is_private(loc.real_abs):
         loc.close()
@@ -234,6 +246,57 @@ class _Scope:
             dir_fd = os.dup(fd)
         name = parts[-1]
         return Located(ws, dir_fd, name, (*real, name), f"{shown}/{name}")
+
+    def descend(self, ws: Workspace, parts: tuple[str, ...]) -> Located | None:
+        """`parts` reached from the nearest folder above it this call has kept (the
+        state directory itself, once anything in it was reached), each folder below
+        opened with O_NOFOLLOW and kept in turn: no second walk from the root. None when
+        no folder above is kept, or one below is missing or unusual (a link, a file):
+        the walk from the root then decides, and repairs."""
+        folders = parts[:-1]
+        for depth in range(len(folders) - 1, -1, -1):
+            with self._guard:
+                kept = self._dirs.get((ws.root, ws.state_dir, folders[:depth]))
+                if kept is None:
+                    continue
+                fd = os.dup(kept[0])
+            real, shown = kept[1], kept[2]
+            try:
+                for at in range(depth, len(folders)):
+                    nxt = os.open(folders[at], DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+                    real, shown = (*real, folders[at]), f"{shown}/{folders[at]}"
+                    if at + 1 < len(folders):  # a folder on the way: kept for later too
+                        self.hold(ws, folders[: at + 1], os.dup(fd), real, shown)
+            except OSError:
+                os.close(fd)
+                return None
+            name = parts[-1]
+            loc = Located(ws, fd, name, (*real, name), f"{shown}/{name}")
+            if is_private(loc.real_abs):
+                loc.close()
+                return None  # the walk refuses it in its own words
+            self.keep(ws, parts, loc)
+            return loc
+        return None
+
+    def hold(
+        self,
+        ws: Workspace,
+        folders: tuple[str, ...],
+        fd: int,
+        real: tuple[str, ...],
+        shown: str | None = None,
+    ) -> None:
+        """Keep `fd`, an fd on the state folder `folders` (its real parts from the root);
+        closed at once when one is kept already."""
+        key = (ws.root, ws.state_dir, folders)
+        with self._guard:
+            if key not in self._dirs:
+                self._dirs[key] = (fd, real, shown or "/".join((STATE_DIR_NAME, *folders)))
+                return
+        os.close(fd)
 
     def keep(self, ws: Workspace, parts: tuple[str, ...], loc: Located) -> None:
         if loc.missing or loc.is_root:
