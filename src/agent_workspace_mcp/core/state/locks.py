@@ -129,27 +129,26 @@ def state_lock(ws: Workspace, name: str = ".lock") -> Iterator[None]:
     if not thread_lock.acquire(timeout=limits.STATE_LOCK_WAIT_SECONDS):
         raise _busy("another call of this server", name)
     try:
-        with _lock_file(ws, name) as fd:
+        fd = _lock_file(ws, name)
+        try:
             try:
                 flock_bounded(fd)
             except LockBusyError as exc:
                 raise _busy(exc.holder, name) from None
             yield
+        finally:
+            os.close(fd)
     finally:
         thread_lock.release()
 
 
-@contextlib.contextmanager
-def _lock_file(ws: Workspace, name: str = ".lock") -> Iterator[int]:
+def _lock_file(ws: Workspace, name: str = ".lock") -> int:
     """An fd on `.workspace-mcp/<name>`, opened like every state file; closing it releases
-    any flock taken on it."""
+    any flock taken on it. (A function, not a context manager: a write takes four locks.)"""
     with locate_state(ws, name, create_parents=True) as loc:
         fd = open_state(loc, os.O_RDWR, create=True)
     assert fd is not None
-    try:
-        yield fd
-    finally:
-        os.close(fd)
+    return fd
 
 
 def try_state_lock(ws: Workspace) -> bool:
@@ -161,11 +160,13 @@ def try_state_lock(ws: Workspace) -> bool:
     if not thread_lock.acquire(blocking=False):
         return False
     try:
-        with _lock_file(ws) as fd:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False
+        fd = _lock_file(ws)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
         return True
     finally:
         thread_lock.release()
