@@ -11,8 +11,11 @@ from pathlib import Path
 import pytest
 
 from agent_workspace_mcp.core.state.files import (
+    ABSENT,
+    Held,
     ensure_state_dir,
     locate_state,
+    open_held,
     open_state,
     state_scope,
 )
@@ -128,3 +131,77 @@ def test_the_state_directory_ignores_itself_whatever_a_call_reaches_first(
         ensure_state_dir(ws)
         ensure_state_dir(ws)
     assert (root / ".workspace-mcp" / ".gitignore").read_text() == "*\n"
+
+
+def held(ws: Workspace, *parts: str, create: bool = False) -> object:
+    """open_held's answer, its fd closed (a Held becomes "held")."""
+    found = open_held(ws, parts, os.O_RDWR, create=create)
+    if isinstance(found, Held):
+        os.close(found.fd)
+        return "held"
+    return found
+
+
+def test_a_state_file_opened_in_a_held_folder_is_only_ever_a_plain_file(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """The short way (no walk) takes a name only when it is a plain file in a folder the
+    call reached as itself; anything else goes the full way, which repairs it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "index.jsonl").write_bytes(b"theirs\n")
+    state = Path(ws.state_dir)
+    assert held(ws, ".lock") is None  # no call scope: always the full way
+    with state_scope():
+        ensure_state_dir(ws)  # the call now holds the state directory
+        assert held(ws, "journal.jsonl") is ABSENT
+        assert held(ws, "journal.jsonl", create=True) == "held"
+        assert (state / "journal.jsonl").is_file()
+        (state / "checkpoints").symlink_to(outside)
+        # A folder in the name is never opened through: it must be held itself.
+        assert held(ws, "checkpoints/index.jsonl", create=True) is None
+        assert held(ws, "checkpoints", "index.jsonl", create=True) is None
+        assert held(ws, "..", "x", create=True) is None
+        (state / "linked").symlink_to(outside / "index.jsonl")
+        os.mkfifo(state / "fifo")
+        os.link(state / "journal.jsonl", tmp_path / "second-name")
+        for name in ("linked", "fifo", "journal.jsonl"):  # a link, a FIFO, two names
+            assert held(ws, name, create=True) is None
+        (state / "folder").mkdir()
+        assert held(ws, "folder") is None
+    assert (outside / "index.jsonl").read_bytes() == b"theirs\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["index.jsonl"]
+
+
+def test_a_folder_removed_mid_call_is_never_said_to_be_empty(ws: Workspace) -> None:
+    state = Path(ws.state_dir)
+    (state / "changes").mkdir()
+    with state_scope():
+        write(ws, "changes", "a.json")
+        assert held(ws, "changes", "b.json") is ABSENT  # held, and b.json is not there
+        shutil.rmtree(state / "changes")
+        (state / "changes").mkdir()
+        (state / "changes" / "b.json").write_bytes(b"{}")
+        assert held(ws, "changes", "b.json") is None  # the full way finds the new folder
+        with locate_state(ws, "changes", "b.json") as loc:
+            assert loc.lstat() is not None
+
+
+def test_a_job_outliving_its_call_keeps_no_folder(ws: Workspace) -> None:
+    """A job started by a call runs in the call's context after the call's scope closed:
+    it walks afresh every time and keeps nothing (nobody would close it)."""
+    with state_scope():
+        write(ws, "seen", "a.jsonl")
+        from agent_workspace_mcp.core.state import files
+
+        scope = files._scope.get()
+    before = len(os.listdir("/proc/self/fd"))
+    token = files._scope.set(scope)  # as a job's context still holds it
+    try:
+        for name in ("b", "c"):
+            write(ws, "seen", name)
+            write(ws, "checkpoints", "objects", "ab", name)
+            assert held(ws, "seen", name) is None
+    finally:
+        files._scope.reset(token)
+    assert len(os.listdir("/proc/self/fd")) == before

@@ -9,10 +9,12 @@ server records and undoes must never let a change land outside.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import json
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -159,6 +161,60 @@ async def test_record_and_undo_while_a_directory_is_swapped_for_a_symlink(
     assert swaps[0] > 100
     assert state() == before  # nothing outside was written, created or deleted
     assert len(entries(ws)) >= 6 * 60
+
+
+@pytest.mark.slow  # 240 calls against a swapping thread: ~5 s
+async def test_state_folders_swapped_for_symlinks_mid_call_write_nothing_outside(
+    ws: Path, outside: Path
+) -> None:
+    """A thread keeps exchanging the state folders a write reaches (its lock stripes,
+    the stale-read records, the checkpoint store) with symlinks to outside/, and plants
+    the link again whenever the server has replaced it, while the server writes, reads
+    and undoes: nothing outside may ever change (a call holds the folders it reached as
+    themselves and opens its state files in them, issue 47, item 4)."""
+    names = ("locks", "seen", "checkpoints")
+    for name in names:
+        (outside / name).mkdir()
+        (outside / name / "keep.txt").write_text("OUTSIDE\n")
+    before = {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*.txt")}
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not hasattr(libc, "renameat2"):
+        pytest.skip("needs renameat2 (glibc 2.28+)")
+    stop = threading.Event()
+    swaps = [0]
+    state = ws / ".workspace-mcp"
+
+    def swap() -> None:
+        while not stop.is_set():
+            for name in names:
+                link = ws / f".{name}-link"
+                if not link.is_symlink():  # the server replaced the planted link: again
+                    shutil.rmtree(link, ignore_errors=True)
+                    with contextlib.suppress(FileExistsError):
+                        os.symlink(outside / name, link)
+                # RENAME_EXCHANGE: the name always holds a folder or the link.
+                if libc.renameat2(AT_FDCWD, bytes(state / name), AT_FDCWD, bytes(link), 2) == 0:
+                    swaps[0] += 1
+
+    thread = threading.Thread(target=swap, daemon=True)
+    async with open_client(Settings(root=str(ws), audit=False)) as client:
+        await ok(client, "write_file", path="f.txt", content="first\n")  # the folders exist
+        thread.start()
+        try:
+            for i in range(60):
+                await call(client, "read_file", path="f.txt")
+                await call(
+                    client, "write_file", path="f.txt", content=f"agent {i}\n", expectedSha256=None
+                )
+                await call(client, "write_file", path=f"new{i}.txt", content=f"new {i}\n")
+                await call(client, "undo", steps=1, force=True)
+        finally:
+            stop.set()
+            thread.join()
+        await ok(client, "read_file", path="f.txt")  # still answering
+    after = {str(p.relative_to(outside)): p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    assert swaps[0] > 100
+    assert after == before  # nothing outside was written or created
 
 
 def two_file_line(good: bytes, bad_state: dict) -> dict:

@@ -27,6 +27,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from contextvars import ContextVar
+from typing import Any, NamedTuple
 
 from ..containment import Located, is_private, locate, open_root, parts_below
 from ..errors import (
@@ -118,14 +119,75 @@ def open_state(loc: Located, flags: int, *, create: bool) -> int | None:
     raise WorkspaceError(f"{STATE_DIR_NAME}/{loc.name} keeps being replaced; retry")
 
 
+class Held(NamedTuple):
+    fd: int  # the state file, opened: the caller closes it
+    dir_fd: int  # with `with_dir`, a handle on its folder the caller closes too; else -1
+
+
+ABSENT = object()  # open_held: the file does not exist (its folder is held and still there)
+
+
+def open_held(
+    ws: Workspace,
+    parts: tuple[str, ...],
+    flags: int,
+    *,
+    create: bool = False,
+    with_dir: bool = False,
+) -> Any:
+    """The state file `parts` opened straight in a folder the call's scope already holds:
+    no walk from the root (a write opens nine state files). A `Held`;
+    ABSENT when it does not exist and `create` is false; None whenever anything is not
+    plain (no scope, the folder not held, a link, a FIFO, a hard link, a folder removed
+    meanwhile): the caller then goes the full way (`locate_state`, `open_state`), which
+    decides and repairs. The same checks as `open_state`: no link followed, never
+    blocking, a regular file with exactly one link."""
+    scope = _scope.get()
+    if scope is None:
+        return None
+    # Name by name: O_NOFOLLOW guards only the last, so a folder in a name ("a/b") would
+    # be followed were it a link. The folders must be held, each reached as itself.
+    parts = tuple(p for part in parts for p in part.split("/") if p)
+    if not parts or any(p in (".", "..") for p in parts):
+        return None
+    dir_fd = scope.held(ws, parts[:-1])
+    if dir_fd is None:
+        return None
+    extra = os.O_CREAT if create else 0
+    try:
+        try:
+            fd = os.open(parts[-1], flags | extra | NOFOLLOW_NONBLOCK, 0o600, dir_fd=dir_fd)
+        except FileNotFoundError:
+            # ABSENT only while the folder itself is there (not removed meanwhile).
+            return None if create or os.fstat(dir_fd).st_nlink == 0 else ABSENT
+        except OSError:
+            return None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            return None
+        if with_dir:
+            held, dir_fd = Held(fd, dir_fd), -1  # the caller's to close now
+            return held
+        return Held(fd, -1)
+    finally:
+        if dir_fd >= 0:
+            os.close(dir_fd)
+
+
 def read_state(loc: Located) -> bytes | None:
     """A whole state file (bounded), or None when it does not exist (or was unsafe)."""
     fd = open_state(loc, os.O_RDONLY, create=False)
     if fd is None:
         return None
+    return read_whole(fd, loc.name)
+
+
+def read_whole(fd: int, name: str) -> bytes:
+    """The whole of the open state file `name` (bounded), closing it."""
     try:
         if os.fstat(fd).st_size > MAX_FILE_BYTES:
-            raise TooLargeError(f"{STATE_DIR_NAME}/{loc.name} is too large to read")
+            raise TooLargeError(f"{STATE_DIR_NAME}/{name} is too large to read")
         chunks, position = [], 0
         while position <= MAX_FILE_BYTES:
             chunk = os.pread(fd, MIB, position)
@@ -230,6 +292,9 @@ class _Scope:
         self._dirs: dict[tuple[str, str, tuple[str, ...]], tuple[int, tuple[str, ...], str]] = {}
         self.ensured: set[tuple[str, str]] = set()  # (root, state dir): ensure_state_dir ran
         self._guard = threading.Lock()
+        # Ended: a job the call started may still run in its context; it walks afresh and
+        # keeps nothing (nobody would close what it kept).
+        self._closed = False
 
     def reuse(self, ws: Workspace, parts: tuple[str, ...]) -> Located | None:
         key = (ws.root, ws.state_dir, parts[:-1])
@@ -280,6 +345,13 @@ class _Scope:
             return loc
         return None
 
+    def held(self, ws: Workspace, folders: tuple[str, ...]) -> int | None:
+        """A handle of the caller's own (a dup: the caller closes it) on the state folder
+        `folders` if this call holds it, else None."""
+        with self._guard:
+            kept = self._dirs.get((ws.root, ws.state_dir, folders))
+            return None if kept is None else os.dup(kept[0])
+
     def hold(
         self,
         ws: Workspace,
@@ -292,7 +364,7 @@ class _Scope:
         closed at once when one is kept already."""
         key = (ws.root, ws.state_dir, folders)
         with self._guard:
-            if key not in self._dirs:
+            if not self._closed and key not in self._dirs:
                 self._dirs[key] = (fd, real, shown or "/".join((STATE_DIR_NAME, *folders)))
                 return
         os.close(fd)
@@ -302,12 +374,13 @@ class _Scope:
             return
         key = (ws.root, ws.state_dir, parts[:-1])
         with self._guard:
-            if key not in self._dirs:
+            if not self._closed and key not in self._dirs:
                 shown = loc.display.rpartition("/")[0]
                 self._dirs[key] = (os.dup(loc.dir_fd), loc.real_parts[:-1], shown)
 
     def close(self) -> None:
         with self._guard:
+            self._closed = True
             for fd, _, _ in self._dirs.values():
                 os.close(fd)
             self._dirs.clear()

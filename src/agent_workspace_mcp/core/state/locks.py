@@ -34,7 +34,7 @@ from ..errors import (
 )
 from ..limits import LOCK_STRIPES, STATE_DIR_NAME
 from ..workspaces import Workspace
-from .files import ensure_state_dir, locate_state, open_state
+from .files import Held, ensure_state_dir, locate_state, open_held, open_state
 
 
 class LockBusyError(TimeoutError):
@@ -145,6 +145,9 @@ def state_lock(ws: Workspace, name: str = ".lock") -> Iterator[None]:
 def _lock_file(ws: Workspace, name: str = ".lock") -> int:
     """An fd on `.workspace-mcp/<name>`, opened like every state file; closing it releases
     any flock taken on it. (A function, not a context manager: a write takes four locks.)"""
+    held = open_held(ws, (name,), os.O_RDWR, create=True)
+    if isinstance(held, Held):
+        return held.fd
     with locate_state(ws, name, create_parents=True) as loc:
         fd = open_state(loc, os.O_RDWR, create=True)
     assert fd is not None
@@ -205,8 +208,12 @@ class PathLocks:
             ensure_state_dir(home)
             for stripe in stripes:
                 name = f"path-{stripe:03d}.lock"
-                with locate_state(home, "locks", name, create_parents=True) as loc:
-                    fd = open_state(loc, os.O_RDWR, create=True)
+                held = open_held(home, ("locks", name), os.O_RDWR, create=True)
+                if isinstance(held, Held):
+                    fd: int | None = held.fd
+                else:
+                    with locate_state(home, "locks", name, create_parents=True) as loc:
+                        fd = open_state(loc, os.O_RDWR, create=True)
                 assert fd is not None
                 fds.append(fd)
                 try:

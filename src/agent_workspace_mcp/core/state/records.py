@@ -16,13 +16,30 @@ from ..errors import (
 from ..limits import STATE_DIR_NAME
 from ..textio import atomic_write
 from ..workspaces import Workspace
-from .files import discard, existing, locate_state, open_state, read_state, unsafe
+from .files import (
+    ABSENT,
+    Held,
+    discard,
+    existing,
+    locate_state,
+    open_held,
+    open_state,
+    read_state,
+    read_whole,
+    unsafe,
+)
 
 
 def read_json(ws: Workspace, *parts: str) -> Any:
     """Parsed JSON, None if the file is missing; a one-sentence error naming it if corrupt."""
-    with existing(ws, *parts) as loc:
-        data = None if loc is None else read_state(loc)
+    held = open_held(ws, parts, os.O_RDONLY)
+    if held is ABSENT:
+        data = None
+    elif isinstance(held, Held):
+        data = read_whole(held.fd, "/".join(parts))
+    else:
+        with existing(ws, *parts) as loc:
+            data = None if loc is None else read_state(loc)
     if data is None:
         return None
     try:

@@ -14,7 +14,7 @@ from ..errors import (
 )
 from ..limits import STATE_READ_BYTES
 from ..workspaces import Workspace
-from .files import existing, locate_state, open_state, read_state
+from .files import Held, existing, locate_state, open_held, open_state, read_state
 from .locks import state_lock
 from .records import dumps
 
@@ -34,21 +34,30 @@ class JsonlStream:
 
     def append_line(self, line: bytes, *, locked: bool = False) -> int:
         """`append` of a record already encoded as one line (newline included)."""
-        lock = contextlib.nullcontext() if locked else state_lock(self.ws)
-        with (
-            lock,
-            locate_state(self.ws, self.current, create_parents=True) as loc,
-        ):
-            fd = open_state(loc, os.O_WRONLY | os.O_APPEND, create=True)
-            assert fd is not None
-            try:
-                os.write(fd, line)
-                size = os.fstat(fd).st_size
-            finally:
-                os.close(fd)
-            if size > self.max_bytes:
-                os.rename(loc.name, self.rotated, src_dir_fd=loc.dir_fd, dst_dir_fd=loc.dir_fd)
-            return size
+        flags = os.O_WRONLY | os.O_APPEND
+        with contextlib.nullcontext() if locked else state_lock(self.ws):
+            held = open_held(self.ws, (self.current,), flags, create=True, with_dir=True)
+            if isinstance(held, Held):
+                try:
+                    return self._appended(held.fd, held.dir_fd, line)
+                finally:
+                    os.close(held.dir_fd)
+            with locate_state(self.ws, self.current, create_parents=True) as loc:
+                fd = open_state(loc, flags, create=True)
+                assert fd is not None
+                return self._appended(fd, loc.dir_fd, line)
+
+    def _appended(self, fd: int, dir_fd: int, line: bytes) -> int:
+        """`line` written at the end of the open stream file (closed after), which is
+        rotated once past its size; returns its size after the line."""
+        try:
+            os.write(fd, line)
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size > self.max_bytes:
+            os.rename(self.current, self.rotated, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return size
 
     def _window(self, name: str, end: int | None) -> tuple[list[tuple[int, dict[str, Any]]], int]:
         """(offset, record) pairs in the STATE_READ_BYTES before offset `end` (None: the
