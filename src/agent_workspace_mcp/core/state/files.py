@@ -166,10 +166,10 @@ def open_held(
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
             os.close(fd)
             return None
-        if with_dir:
-            held, dir_fd = Held(fd, dir_fd), -1  # the caller's to close now
-            return held
-        return Held(fd, -1)
+        if not with_dir:
+            return Held(fd, -1)
+        handed, dir_fd = dir_fd, -1  # the caller's to close now
+        return Held(fd, handed)
     finally:
         if dir_fd >= 0:
             os.close(dir_fd)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 from collections.abc import Callable
 from typing import Any
 
@@ -55,8 +56,9 @@ class JsonlStream:
             size = os.fstat(fd).st_size
         finally:
             os.close(fd)
-        if size > self.max_bytes:
-            os.rename(self.current, self.rotated, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if size > self.max_bytes:  # names in the stream's own folder (`dir_fd`)
+            current, rotated = posixpath.basename(self.current), posixpath.basename(self.rotated)
+            os.rename(current, rotated, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         return size
 
     def _window(self, name: str, end: int | None) -> tuple[list[tuple[int, dict[str, Any]]], int]:
