@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from agent_workspace_mcp.core import editing
 from agent_workspace_mcp.core.editing import Edit, EditError, apply_edit, apply_edits, unified_diff
 
 
@@ -238,3 +239,71 @@ def test_a_rewrite_of_every_line_shows_its_start_and_counts_the_rest() -> None:
     assert lines[:4] == ["--- a/f", "+++ b/f", "@@ -1,160 +1,160 @@", "-old 0"]
     assert lines[-1] == "... (diff truncated, 283 more lines)"  # 3 + 160 + 160 - 40
     assert len(lines) == 41
+
+
+def _hunks(before: str, after: str) -> list[list[tuple[str, int, int, int, int]]]:
+    """The hunks unified_diff shows, from the whole texts split into lines."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    for lines in (old, new):
+        if lines and not lines[-1].endswith("\n"):
+            lines[-1] += "\n\\ No newline at end of file\n"
+    return editing._grouped(editing._opcodes(old, new))
+
+
+def test_the_lines_around_a_change_give_the_hunks_of_the_whole_texts() -> None:
+    """Texts with only "\\n" breaks are cut to the lines around their change before they
+    are split: the hunks, numbered from the lines left out, are those of the whole
+    texts, with repeated lines, empty lines, a missing final newline, one text empty or
+    a prefix of the other, and identical texts."""
+    rng = random.Random(51)
+    pieces = ["a\n", "b\n", "\n", "a\n", "x" * 40 + "\n", "ab\n", "b"]
+    for _ in range(3000):
+        before, after = _random_pair(rng, pieces)
+        if rng.random() < 0.3:
+            shared = "".join(rng.choice(pieces[:-1]) for _ in range(rng.randrange(0, 12)))
+            before, after = shared + before + shared, shared + after + shared
+        skip, old, new = editing._around_change(before, after, 3)
+        shifted = [
+            [(tag, i1 + skip, i2 + skip, j1 + skip, j2 + skip) for tag, i1, i2, j1, j2 in g]
+            for g in _hunks(old, new)
+        ]
+        assert shifted == _hunks(before, after), (before, after)
+        assert before.startswith("".join(before.splitlines(keepends=True)[:skip]) + old)
+
+
+def test_a_change_deep_in_a_long_file_is_diffed_around_it() -> None:
+    lines = [f"line {n}\n" for n in range(9_600)]
+    changed = [*lines[:4800], "line 4800 changed\n", *lines[4801:]]
+    diff = unified_diff("".join(lines), "".join(changed), "f", max_lines=40)
+    assert diff.split("\n")[2:] == [
+        "@@ -4798,7 +4798,7 @@",
+        " line 4797",
+        " line 4798",
+        " line 4799",
+        "-line 4800",
+        "+line 4800 changed",
+        " line 4801",
+        " line 4802",
+        " line 4803",
+    ]
+
+
+def test_long_texts_diffed_around_their_changes_are_difflibs() -> None:
+    """Past _AROUND_FROM_CHARS the shared ends are found on characters: with unique
+    lines (where setting them aside changes nothing) the text is difflib's, hunk numbers
+    included, for changes at the start, the end, the middle and in several places."""
+    rng = random.Random(52)
+    for _ in range(60):
+        pool = [f"line {n:05d} of a long file\n" for n in range(2_000)]
+        before = [line for line in pool if rng.random() < 0.98]
+        after = list(before)
+        for _ in range(rng.randrange(1, 4)):
+            at = rng.choice([0, len(after) - 1, rng.randrange(len(after))])
+            after[at : at + rng.randrange(0, 3)] = ["new\n"] * rng.randrange(0, 3)
+        ends = [rng.choice(["", "last"]) for _ in range(2)]
+        old, new = "".join(before) + ends[0], "".join(after) + ends[1]
+        assert len(old) + len(new) > editing._AROUND_FROM_CHARS
+        max_lines = rng.choice([10, 40, 1000])
+        assert unified_diff(old, new, "f", max_lines=max_lines) == _difflib_cut(
+            old, new, max_lines, None
+        ), (old[:200], new[:200], max_lines)

@@ -286,7 +286,14 @@ def unified_diff(
     Lines the two texts share at their start and end are set aside before difflib
     compares the rest, as GNU diff and git do: a one-line change to a 9,600-line file
     took difflib 16 ms, and is now a scan of the lines. A middle that shares no line at
-    all (a rewrite) is one change, without difflib."""
+    all (a rewrite) is one change, without difflib. Texts whose only line break is "\n"
+    find that shared start and end on their characters (compared in C), and only the
+    lines around the change are split: a one-line change to a 9,600-line file took 1.9 ms
+    splitting and scanning all its lines."""
+    skip = 0  # lines before the part diffed, all shared: the hunks' numbers start after
+    long = len(before) + len(after) > _AROUND_FROM_CHARS
+    if long and _only_newlines(before) and _only_newlines(after):
+        skip, before, after = _around_change(before, after, _CONTEXT)
     before_lines = before.splitlines(keepends=True)
     after_lines = after.splitlines(keepends=True)
     for lines in (before_lines, after_lines):
@@ -317,7 +324,8 @@ def unified_diff(
             add("--- ", ["/dev/null\n" if created else f"a/{display}\n"])
             add("+++ ", ["/dev/null\n" if deleted else f"b/{display}\n"])
         first, last = group[0], group[-1]
-        old, new = _hunk_range(first[1], last[2]), _hunk_range(first[3], last[4])
+        old = _hunk_range(skip + first[1], skip + last[2])
+        new = _hunk_range(skip + first[3], skip + last[4])
         add("", [f"@@ -{old} +{new} @@\n"])
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
@@ -399,7 +407,90 @@ def _shared(before: list[str], after: list[str], limit: int, *, at_end: bool) ->
     return shared
 
 
-def _grouped(codes: list[Opcode], context: int = 3) -> list[list[Opcode]]:
+_CONTEXT = 3  # lines shown around a change, as diff -u and git show them
+# Below this many characters (both texts), splitting every line costs no more than
+# finding the shared ends first (a 10 KB rewrite: 13 us more, a 10 KB one-line change
+# 13 us less); a 200 KB one-line change takes 0.17 ms instead of 1.4.
+_AROUND_FROM_CHARS = 32 * 1024
+
+# What str.splitlines() ends a line at besides "\n": the ASCII ones, then the others.
+_ASCII_BREAKS = ("\r", "\v", "\f", "\x1c", "\x1d", "\x1e")
+_OTHER_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+def _only_newlines(text: str) -> bool:
+    """Whether "\n" is the only line break in `text` (each check a scan in C)."""
+    if any(mark in text for mark in _ASCII_BREAKS):
+        return False
+    return text.isascii() or not any(mark in text for mark in _OTHER_BREAKS)
+
+
+def _around_change(before: str, after: str, context: int) -> tuple[int, str, str]:
+    """For texts whose only line break is "\n": the lines where they differ with up to
+    `context` shared lines either side, and how many shared lines come before those. The
+    lines `_opcodes` would set aside as the shared start and end, found on characters:
+    the common prefix cut back to the start of its line, the common suffix (never into
+    that start) cut forward to where a line starts in both texts."""
+    shortest = min(len(before), len(after))
+    start = before.rfind("\n", 0, _common_prefix(before, after, shortest)) + 1
+    suffix = _common_suffix(before, after, shortest - start)
+    end, end_after = len(before) - suffix, len(after) - suffix
+    if not (end == start or before[end - 1] == "\n") or not (
+        end_after == start or after[end_after - 1] == "\n"
+    ):
+        newline = before.find("\n", end)  # the first line wholly in the shared end
+        end = len(before) if newline < 0 else newline + 1
+    if start == 0 and end == len(before):
+        return 0, before, after  # no whole line shared at either end (a rewrite)
+    keep_from = start
+    for _ in range(context):
+        if keep_from == 0:
+            break
+        keep_from = before.rfind("\n", 0, keep_from - 1) + 1
+    for _ in range(context):
+        if end >= len(before):
+            break
+        newline = before.find("\n", end)
+        end = len(before) if newline < 0 else newline + 1
+    end_after = len(after) - (len(before) - end)  # the same shared lines, in `after`
+    return before.count("\n", 0, keep_from), before[keep_from:end], after[keep_from:end_after]
+
+
+def _common_prefix(a: str, b: str, limit: int) -> int:
+    """How many characters (at most `limit`) `a` and `b` share at their start: the first
+    64 compared alone (a rewrite differs there), then halves; every comparison in C."""
+    first = min(limit, 64)
+    low, high = (first, limit) if a[:first] == b[:first] else (0, first)
+    while high - low > 16:  # a[:low] == b[:low]; the answer lies in [low, high]
+        mid = (low + high) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid
+    while low < high and a[low] == b[low]:
+        low += 1
+    return low
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """How many characters (at most `limit`) `a` and `b` share at their end, found as
+    `_common_prefix` finds a start."""
+    end_a, end_b = len(a), len(b)
+    first = min(limit, 64)
+    same = a[end_a - first :] == b[end_b - first :]
+    low, high = (first, limit) if same else (0, first)
+    while high - low > 16:
+        mid = (low + high) // 2
+        if a[end_a - mid : end_a - low] == b[end_b - mid : end_b - low]:
+            low = mid
+        else:
+            high = mid
+    while low < high and a[end_a - low - 1] == b[end_b - low - 1]:
+        low += 1
+    return low
+
+
+def _grouped(codes: list[Opcode], context: int = _CONTEXT) -> list[list[Opcode]]:
     """The hunks of a unified diff with `context` lines around each change: difflib's
     `get_grouped_opcodes`, over opcodes it did not compute itself."""
     if not any(tag != "equal" for tag, *_ in codes):
