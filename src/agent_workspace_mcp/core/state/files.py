@@ -119,6 +119,11 @@ def open_state(loc: Located, flags: int, *, create: bool) -> int | None:
     raise WorkspaceError(f"{STATE_DIR_NAME}/{loc.name} keeps being replaced; retry")
 
 
+def _names(parts: tuple[str, ...]) -> tuple[str, ...]:
+    """A state path's names, one each (callers may pass "a/b" as one part)."""
+    return tuple(p for part in parts for p in part.split("/") if p)
+
+
 class Held(NamedTuple):
     fd: int  # the state file, opened: the caller closes it
     dir_fd: int  # with `with_dir`, a handle on its folder the caller closes too; else -1
@@ -147,7 +152,7 @@ def open_held(
         return None
     # Name by name: O_NOFOLLOW guards only the last, so a folder in a name ("a/b") would
     # be followed were it a link. The folders must be held, each reached as itself.
-    parts = tuple(p for part in parts for p in part.split("/") if p)
+    parts = _names(parts)
     if not parts or any(p in (".", "..") for p in parts):
         return None
     dir_fd = scope.held(ws, parts[:-1])
@@ -162,8 +167,7 @@ def open_held(
             return None if create or os.fstat(dir_fd).st_nlink == 0 else ABSENT
         except OSError:
             return None
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        if unsafe(os.fstat(fd)) is not None:  # open_state discards it, said once
             os.close(fd)
             return None
         if not with_dir:
@@ -217,7 +221,7 @@ def locate_state(
     directory: protection follows the directory, not its name, so a `.workspace-mcp`
     (or a folder inside it) planted as a symlink to an ordinary folder is removed (the
     link only, said once) instead of being written through."""
-    parts = tuple(p for part in parts for p in part.split("/") if p)
+    parts = _names(parts)
     scope = _scope.get() if not follow_final and parts else None
     if scope is not None:
         kept = scope.reuse(ws, parts)

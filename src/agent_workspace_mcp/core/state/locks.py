@@ -142,13 +142,14 @@ def state_lock(ws: Workspace, name: str = ".lock") -> Iterator[None]:
         thread_lock.release()
 
 
-def _lock_file(ws: Workspace, name: str = ".lock") -> int:
-    """An fd on `.workspace-mcp/<name>`, opened like every state file; closing it releases
-    any flock taken on it. (A function, not a context manager: a write takes four locks.)"""
-    held = open_held(ws, (name,), os.O_RDWR, create=True)
+def _lock_file(ws: Workspace, *parts: str) -> int:
+    """An fd on the lock file `.workspace-mcp/<parts>`, opened like every state file;
+    closing it releases any flock taken on it. (A function, not a context manager: a
+    write takes four locks.)"""
+    held = open_held(ws, parts, os.O_RDWR, create=True)
     if isinstance(held, Held):
         return held.fd
-    with locate_state(ws, name, create_parents=True) as loc:
+    with locate_state(ws, *parts, create_parents=True) as loc:
         fd = open_state(loc, os.O_RDWR, create=True)
     assert fd is not None
     return fd
@@ -163,7 +164,7 @@ def try_state_lock(ws: Workspace) -> bool:
     if not thread_lock.acquire(blocking=False):
         return False
     try:
-        fd = _lock_file(ws)
+        fd = _lock_file(ws, ".lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -207,14 +208,7 @@ class PathLocks:
         try:
             ensure_state_dir(home)
             for stripe in stripes:
-                name = f"path-{stripe:03d}.lock"
-                held = open_held(home, ("locks", name), os.O_RDWR, create=True)
-                if isinstance(held, Held):
-                    fd: int | None = held.fd
-                else:
-                    with locate_state(home, "locks", name, create_parents=True) as loc:
-                        fd = open_state(loc, os.O_RDWR, create=True)
-                assert fd is not None
+                fd = _lock_file(home, "locks", f"path-{stripe:03d}.lock")
                 fds.append(fd)
                 try:
                     flock_bounded(fd)
