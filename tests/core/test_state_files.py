@@ -101,6 +101,32 @@ def test_a_call_reaches_folders_from_the_ones_it_already_holds(
     assert (state / "locks" / "path-001.lock").read_bytes() == b"record\n"
 
 
+def test_a_missing_folder_is_made_in_the_folder_the_call_holds(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    """A new checkpoint object's fan-out folder is made below the kept objects folder,
+    not by a walk from the root: a link planted at a folder's name meanwhile is neither
+    followed nor made into, and a link planted where the folder is to be made is not
+    entered."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    state = Path(ws.state_dir)
+    (state / "checkpoints" / "objects" / "ab").mkdir(parents=True)
+    with state_scope():
+        write(ws, "checkpoints", "objects", "ab", "one")  # straight down: folders kept
+        (state / "checkpoints").rename(state / "moved")
+        (state / "checkpoints").symlink_to(outside)
+        write(ws, "checkpoints", "objects", "ef", "two")  # made in the kept objects/
+        (state / "moved" / "objects" / "12").symlink_to(outside)
+        write(ws, "checkpoints", "objects", "12", "three")
+    made = state / "moved" / "objects" / "ef"
+    assert made.is_dir() and not made.is_symlink()
+    assert (made / "two").read_bytes() == b"record\n"
+    assert list(outside.iterdir()) == []
+    # the walk from the root decided the planted link: replaced, nothing written through
+    assert (state / "checkpoints" / "objects" / "12" / "three").read_bytes() == b"record\n"
+
+
 def test_a_folder_removed_mid_call_is_reached_again(ws: Workspace) -> None:
     state = Path(ws.state_dir)
     with state_scope():

@@ -226,7 +226,7 @@ def locate_state(
     if scope is not None:
         kept = scope.reuse(ws, parts)
         if kept is None:
-            kept = scope.descend(ws, parts)
+            kept = scope.descend(ws, parts, create=create_parents)
         if kept is not None:
             return kept
     prefix = _state_prefix(ws)
@@ -315,12 +315,16 @@ class _Scope:
         name = parts[-1]
         return Located(ws, dir_fd, name, (*real, name), f"{shown}/{name}")
 
-    def descend(self, ws: Workspace, parts: tuple[str, ...]) -> Located | None:
+    def descend(
+        self, ws: Workspace, parts: tuple[str, ...], *, create: bool = False
+    ) -> Located | None:
         """`parts` reached from the nearest folder above it this call has kept (the
         state directory itself, once anything in it was reached), each folder below
-        opened with O_NOFOLLOW and kept in turn: no second walk from the root. None when
-        no folder above is kept, or one below is missing or unusual (a link, a file):
-        the walk from the root then decides, and repairs."""
+        opened with O_NOFOLLOW and kept in turn: no second walk from the root. With
+        `create`, a missing folder is made where it is missing (a new checkpoint object's
+        fan-out folder: two walks from the root saved). None when no folder above is
+        kept, or one below is unusual (a link, a file) or missing without `create`: the
+        walk from the root then decides, and repairs."""
         folders = parts[:-1]
         for depth in range(len(folders) - 1, -1, -1):
             with self._guard:
@@ -331,7 +335,16 @@ class _Scope:
             real, shown = kept[1], kept[2]
             try:
                 for at in range(depth, len(folders)):
-                    nxt = os.open(folders[at], DIR_FLAGS, dir_fd=fd)
+                    try:
+                        nxt = os.open(folders[at], DIR_FLAGS, dir_fd=fd)
+                    except FileNotFoundError:
+                        if not create:
+                            raise
+                        # Made, then opened as itself: a link planted in between fails
+                        # the open (O_NOFOLLOW) and the walk from the root decides.
+                        with contextlib.suppress(FileExistsError):
+                            os.mkdir(folders[at], 0o777, dir_fd=fd)
+                        nxt = os.open(folders[at], DIR_FLAGS, dir_fd=fd)
                     os.close(fd)
                     fd = nxt
                     real, shown = (*real, folders[at]), f"{shown}/{folders[at]}"
