@@ -16,6 +16,7 @@ import budget  # noqa: E402  (bench/ is a directory of scripts, not a package)
 ROWS = [
     {
         "figure": "read_file",
+        "floor": "bare tool",
         "p50_ms": 2.0,
         "p50_x": 1.2,
         "p95_ms": 3.0,
@@ -53,3 +54,10 @@ def test_only_a_figure_past_its_budget_is_flagged() -> None:
         "read_file p99",
         "tools/list bytes",
     ]
+
+
+def test_each_figure_is_the_median_of_its_runs() -> None:
+    runs = [[{**ROWS[0], "p95_x": value, "p95_ms": value * 2}] for value in (1.5, 3.0, 1.6)]
+    (merged,) = budget.median_rows(runs)
+    assert merged["p95_x"] == 1.6 and merged["p95_ms"] == 3.2
+    assert merged["p50_x"] == ROWS[0]["p50_x"] and merged["floor"] == "bare tool"
