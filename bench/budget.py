@@ -258,16 +258,20 @@ def recorded(text: str) -> dict[str, dict[str, float]]:
 
 
 def over_budget(now: dict[str, dict[str, float]], before: dict[str, dict[str, float]]) -> list[str]:
-    """Each figure worse than its recorded value by more than its tolerance."""
+    """Each figure worse than its recorded value by more than its tolerance, or not
+    recorded at all."""
     worse = []
     for figure, values in now.items():
         for name, value in values.items():
+            label = figure if name == "bytes" else f"{figure} {name.removesuffix('_x')}"
             base = before.get(figure, {}).get(name)
-            if base is None or base <= 0:
+            if base is None:  # no budget is no pass: a new figure, or a table of another shape
+                worse.append(f"{label}: not in the recorded table (record it with --write)")
+                continue
+            if base <= 0:
                 continue
             limit = TOLERANCE[1] if name == "p99_x" else TOLERANCE[0]
             if value > base * (1 + limit):
-                label = figure if name == "bytes" else f"{figure} {name.removesuffix('_x')}"
                 worse.append(
                     f"{label}: {value:g} against {base:g} "
                     f"(+{(value / base - 1) * 100:.0f}%, budget +{limit * 100:.0f}%)"

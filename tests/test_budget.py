@@ -61,3 +61,13 @@ def test_each_figure_is_the_median_of_its_runs() -> None:
     (merged,) = budget.median_rows(runs)
     assert merged["p95_x"] == 1.6 and merged["p95_ms"] == 3.2
     assert merged["p50_x"] == ROWS[0]["p50_x"] and merged["floor"] == "bare tool"
+
+
+def test_a_figure_without_a_recorded_budget_is_flagged() -> None:
+    """A table of the old shape (or none) must not read as every figure within budget."""
+    now = budget.as_figures(ROWS, COLD, 20000)
+    old_shape = "| read_file | 2.00 | 1.20 | 3.00 | 1.50 | 5.00 | 2.00 |"
+    before = budget.recorded(f"{budget.START}\n{old_shape}\n{budget.END}")
+    flagged = budget.over_budget(now, before)
+    assert "read_file p50: not in the recorded table (record it with --write)" in flagged
+    assert len(flagged) == 5  # three percentiles, the cold start, the bytes
