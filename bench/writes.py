@@ -46,12 +46,12 @@ so small changes to the records show): a write changing every line or one line, 
 fresh workspace and on one whose records are full, beside the durable-write floor; and
 the diff alone, on 160 and 9,600 lines.
 
-`--runs N` repeats the whole measurement N times in a row (fresh servers and folders
+`--repeat N` repeats the whole measurement N times in a row (fresh servers and folders
 each time) and prints each figure's p50 per run, then each derived figure per run and
 its spread: the machine's disk moves the floor between runs, so one run says little,
 and a target held in every run is met only when the highest run is within it.
 
-    python bench/writes.py [--calls 300] [--runs 1]
+    python bench/writes.py [--calls 300] [--repeat 1]
         [--bound | --stdio [--base SRC] | --in-process] [--json FILE]
 """
 
@@ -448,7 +448,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument(
-        "--runs", type=int, default=1, help="whole runs in a row, each figure per run and spread"
+        "--repeat", type=int, default=1, help="whole runs in a row, each figure per run and spread"
     )
     parser.add_argument("--json", help="default: bench/results/writes[-stdio|-in-process].json")
     mode = parser.add_mutually_exclusive_group()
@@ -470,11 +470,11 @@ def main() -> int:
     args = parser.parse_args()
     if args.base and not args.stdio:
         parser.error("--base needs --stdio")
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     if args.bound:
         without_checks_and_records()
-    runs = [summed_up(measured(args), args) for _ in range(args.runs)]
+    runs = [summed_up(measured(args), args) for _ in range(args.repeat)]
     printed(runs, 3 if args.in_process else 2)
     mode_name = "-in-process" if args.in_process else "-stdio" if args.stdio else ""
     out = Path(args.json or HERE / "results" / f"writes{mode_name}.json")
