@@ -5,6 +5,11 @@ same moment of a noisy machine:
 
 - durable write (floor): 10 KB written to a temp file, fsync, rename over the target,
   fsync of the directory, in plain Python: what no durable write can avoid;
+- new empty file (floor): a file created and kept, in plain Python: what the file system
+  alone charges for the inode a new checkpoint object takes (`new content - one line
+  changed`). On ext4 without a journal (our CI machines) it is not steady: a new inode
+  skips every one freed in the last 60-300 s, and every replace frees one, so it grows
+  with the writes of the last minutes, the bench's own included;
 - bare FastMCP, durable write: a bare FastMCP server whose synchronous tool does the
   same, called through an in-memory client: the floor plus the protocol and the
   worker-thread trip every synchronous tool takes; "same on the loop": an async tool
@@ -112,6 +117,12 @@ def new_content(n: int) -> str:
     return "".join(lines)
 
 
+def new_file(directory: Path, n: int) -> None:
+    """An empty file created and kept: the inode a new checkpoint object takes, what the
+    file system alone charges for it at this moment of the run."""
+    os.close(os.open(directory / f"new-{n}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+
+
 async def long_session(client: Client, root: Path) -> None:
     """Fill the records as a long session would: 512 files read, 4,096 last writers."""
     many = root / "many"
@@ -202,7 +213,13 @@ def shared_figures(
     async def floor() -> None:
         durable_write(str(floor_dir), "out.txt", content().encode())
 
-    figures: dict[str, Callable[[], Awaitable[object]]] = {"durable write (floor)": floor}
+    async def empty_file() -> None:
+        new_file(floor_dir, turn[0])
+
+    figures: dict[str, Callable[[], Awaitable[object]]] = {
+        "durable write (floor)": floor,
+        "new empty file (floor)": empty_file,
+    }
     if bare_read:
         figures["bare FastMCP, read 10 KB"] = lambda: bare.call_tool("read", {"path": "small.txt"})
     figures |= {
@@ -291,6 +308,7 @@ def in_process(calls: int) -> dict[str, list[float]]:
             "durable write (floor)": lambda n: durable_write(
                 str(base / "floor"), "out.txt", CONTENTS[n % 2].encode()
             ),
+            "new empty file (floor)": lambda n: new_file(base / "floor", n),
             "write, every line changed": lambda n: fresh("out.txt", CONTENTS[n % 2]),
             "write, one line changed": lambda n: fresh("edited.txt", EDITS[n % 2]),
             "write, new content": lambda n: fresh("new.txt", new_content(n)),
@@ -341,6 +359,8 @@ def through_client_derived(p50: dict[str, float]) -> dict[str, float]:
         "one line changed - read_file": p50["write_file 10 KB, one line changed"]
         - p50["read_file 10 KB"],
         "new content - read_file": p50["write_file 10 KB, new content"] - p50["read_file 10 KB"],
+        "new content - one line changed": p50["write_file 10 KB, new content"]
+        - p50["write_file 10 KB, one line changed"],
         "long session - read_file": p50["write_file 10 KB, long session"] - p50["read_file 10 KB"],
         "write_file - bare durable": p50["write_file 10 KB"] - p50["bare FastMCP, durable write"],
         "bare durable - floor": p50["bare FastMCP, durable write"] - p50["durable write (floor)"],
@@ -355,6 +375,8 @@ def stdio_derived(p50: dict[str, float]) -> dict[str, float]:
         "one line changed - read_file": p50["write_file 10 KB, one line changed"]
         - p50["read_file 10 KB"],
         "new content - read_file": p50["write_file 10 KB, new content"] - p50["read_file 10 KB"],
+        "new content - one line changed": p50["write_file 10 KB, new content"]
+        - p50["write_file 10 KB, one line changed"],
         "write_file - bare durable": p50["write_file 10 KB"] - p50["bare FastMCP, durable write"],
         "bare durable - bare read": p50["bare FastMCP, durable write"]
         - p50["bare FastMCP, read 10 KB"],
@@ -378,6 +400,8 @@ def in_process_derived(p50: dict[str, float]) -> dict[str, float]:
         "every line changed - floor": p50["write, every line changed"] - floor,
         "one line changed - floor": p50["write, one line changed"] - floor,
         "new content - floor": p50["write, new content"] - floor,
+        "new content - one line changed": p50["write, new content"]
+        - p50["write, one line changed"],
         "long session - fresh": p50["write, every line, long session"]
         - p50["write, every line changed"],
     }

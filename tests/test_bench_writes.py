@@ -15,6 +15,7 @@ import writes  # (bench/ is a directory of scripts, not a package)
 STDIO = argparse.Namespace(in_process=False, stdio=True)
 FIGURES = (
     "durable write (floor)",
+    "new empty file (floor)",
     "bare FastMCP, read 10 KB",
     "bare FastMCP, durable write",
     "bare FastMCP, same on the loop",
@@ -35,6 +36,16 @@ def one_run(read: float, write: float) -> dict:
 def test_a_runs_figures_come_from_its_medians() -> None:
     run = one_run(read=3.0, write=4.25)
     assert run["derived_ms"]["write_file - read_file"] == 1.25
+    assert run["derived_ms"]["new content - one line changed"] == 0.0
+
+
+def test_what_a_new_object_adds_is_set_beside_a_new_files_cost() -> None:
+    samples = {name: [1.0, 1.0] for name in FIGURES}
+    samples["write_file 10 KB, one line changed"] = [3.5, 3.5]
+    samples["write_file 10 KB, new content"] = [4.0, 4.1, 9.0]
+    run = writes.summed_up(samples, STDIO)
+    assert run["derived_ms"]["new content - one line changed"] == 0.6
+    assert {"figure": "new empty file (floor)", "p50_ms": 1.0, "p95_ms": 1.0} in run["rows"]
     assert [row["figure"] for row in run["rows"]] == list(FIGURES)
 
 
