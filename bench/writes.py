@@ -9,7 +9,7 @@ same moment of a noisy machine:
   alone charges for the inode a new checkpoint object takes (`new content - one line
   changed`). On ext4 without a journal (our CI machines) it is not steady: a new inode
   skips every one freed in the last 60-300 s, and every replace frees one, so it grows
-  with the writes of the last minutes, the bench's own included;
+  with the files deleted in the last minutes, the bench's own replaces included;
 - bare FastMCP, durable write: a bare FastMCP server whose synchronous tool does the
   same, called through an in-memory client: the floor plus the protocol and the
   worker-thread trip every synchronous tool takes; "same on the loop": an async tool
