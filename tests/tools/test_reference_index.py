@@ -72,21 +72,28 @@ def test_the_word_pattern_finds_the_word_only_where_it_stands_alone(word: str) -
     assert expected  # the first and the last occurrence stand alone
 
 
-@pytest.mark.slow  # lexes and parses every module of the package
-def test_a_dismissed_file_has_no_reference_in_real_python() -> None:
-    """Every word of every comment and docstring of this package's source: where the
-    lexer dismisses the file for it, tree-sitter finds no reference either."""
-    checked = 0
+@pytest.mark.slow  # lexes and parses every module of the package, for many words
+def test_the_lexer_agrees_with_tree_sitter_on_real_python() -> None:
+    """Every word of every comment and docstring of this package's source, and every
+    name it defines: where the lexer dismisses the file for it, tree-sitter finds no
+    reference either; where it hands over top-level statements, parsing them alone
+    finds what parsing the whole file finds, lines and enclosing names alike."""
+    dismissed = chunked = 0
     for path in sorted(PACKAGE.rglob("*.py")):
         data = path.read_bytes()
         words = set(re.findall(rb"#\s*([A-Za-z_]\w{3,})", data)[:20])
+        words |= set(re.findall(rb"(?m)^\s*(?:def|class)\s+(\w+)", data)[:20])
+        source = Source(str(path), str(path), "python", data)
         for word in sorted(words):
-            pattern = word_pattern(word.decode())
-            if lexing.only_in_literals(data, pattern):
-                checked += 1
-                refs, _ = references_in(Source(str(path), str(path), "python", data), word.decode())
-                assert refs == [], (path, word)
-    assert checked > 200
+            whole, _ = references_in(source, word.decode())
+            chunks = lexing.code_chunks(data, word_pattern(word.decode()))
+            if chunks == []:
+                dismissed += 1
+                assert whole == [], (path, word)
+            else:
+                chunked += chunks is not None
+                assert references_in(source, word.decode(), None, chunks)[0] == whole, (path, word)
+    assert dismissed > 200 and chunked > 200
 
 
 @pytest.mark.parametrize(
@@ -103,12 +110,79 @@ def test_a_string_right_after_a_keyword_never_hides_a_reference(source: bytes) -
     the reference."""
     refs, _ = references_in(Source("k.py", "k.py", "python", source), "Thing")
     assert [r.line for r in refs] == [3]
-    assert not lexing.only_in_literals(source, word_pattern("Thing"))
+    assert lexing.code_chunks(source, word_pattern("Thing")) != []
 
 
 def test_an_unterminated_string_is_unsure() -> None:
     assert lexing.python_literals(b"x = 'open\nThing\n") is None
-    assert not lexing.only_in_literals(b"x = 'open\nThing\n", word_pattern("Thing"))
+    assert lexing.code_chunks(b"x = 'open\nThing\n", word_pattern("Thing")) is None
+
+
+CHUNKED = b'''\
+"""Doc: a Thing at column 0 of a docstring:
+def Thing(): pass
+"""
+import os, Thing
+
+
+@decorate(
+    Thing,
+)
+def first():
+    return 1
+
+
+def second():
+    return os.sep
+
+
+class Holder:
+    """Not Thing."""
+
+    def method(self):
+        return Thing(self)
+'''
+
+
+@pytest.fixture
+def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of each piece of source tree-sitter is asked to parse."""
+    from agent_workspace_mcp.core.code import languages
+
+    sizes: list[int] = []
+    real = languages.parse
+
+    def measured(language: str, data: bytes, *args):
+        sizes.append(len(data))
+        return real(language, data, *args)
+
+    monkeypatch.setattr(languages, "parse", measured)
+    return sizes
+
+
+def test_only_the_statements_holding_a_reference_are_parsed(parsed: list[int]) -> None:
+    """A decorator stays with what it decorates and a column-0 `def` inside a string is
+    no statement; parsed alone, the statements give what the whole file gives."""
+    chunks = lexing.code_chunks(CHUNKED, word_pattern("Thing"))
+    assert chunks is not None
+    firsts = [CHUNKED[a:b].split(b"\n", 1)[0] for a, b in chunks]
+    assert firsts == [b'"""Doc: a Thing at column 0 of a docstring:', b"class Holder:"]
+    source = Source("c.py", "c.py", "python", CHUNKED)
+    refs, _ = references_in(source, "Thing", None, chunks)
+    assert parsed == [b - a for a, b in chunks]  # `second` was not parsed
+    assert [(r.line, r.enclosing) for r in refs] == [(4, None), (8, None), (22, "Holder.method")]
+    assert references_in(source, "Thing")[0] == refs
+
+
+def test_a_cut_inside_an_expression_parses_the_whole_file(parsed: list[int]) -> None:
+    """`@` at column 0 continuing an expression (matrix product) is no statement: the
+    piece after it fails to parse, so the file is parsed whole and the answer is its."""
+    data = b"def a():\n    pass\n\n\nx = (1\n@ Thing)\n"
+    chunks = lexing.code_chunks(data, word_pattern("Thing"))
+    assert chunks == [(data.index(b"@"), len(data))]
+    refs, _ = references_in(Source("m.py", "m.py", "python", data), "Thing", None, chunks)
+    assert [(r.line, r.enclosing) for r in refs] == [(6, None)]
+    assert parsed == [len(data) - data.index(b"@"), len(data)]
 
 
 @pytest.fixture

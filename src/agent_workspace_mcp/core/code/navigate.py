@@ -27,7 +27,7 @@ from ..workspaces import Workspace
 from . import shapes
 from .index import Lines, ReferenceIndex, SymbolIndex, content_digest, signatures
 from .languages import EXTENSIONS, language_of, supported
-from .lexing import only_in_literals
+from .lexing import code_chunks
 from .outline import Definition, Enclosing, definitions
 
 # Every extension we parse, as one glob for the engine's listing.
@@ -286,41 +286,73 @@ class Reference:
 
 
 def references_in(
-    source: Source, word: str, deadline: float | None = None
+    source: Source,
+    word: str,
+    deadline: float | None = None,
+    chunks: list[tuple[int, int]] | None = None,
 ) -> tuple[list[Reference], bool]:
     """Where the identifier `word` occurs in a file, outside comments and strings, and
-    whether the search stopped at `deadline` (or CODE_FILE_SECONDS) before the end."""
-    from .languages import ParseTimeout, parse
+    whether the search stopped at `deadline` (or CODE_FILE_SECONDS) before the end.
+    `chunks` (lexing.code_chunks): byte ranges of whole top-level statements holding
+    every match in code, each parsed alone; the whole file is parsed instead when any
+    of them does not parse cleanly."""
+    from .languages import ParseTimeout
 
     until = time.monotonic() + limits.CODE_FILE_SECONDS
     if deadline is not None:
         until = min(until, deadline)
     try:
-        tree = parse(source.language, source.data, until)
+        pieces = _parsed(source, chunks, until)
     except ParseTimeout:
         return [], True
-    around = Enclosing(source.language, source.data, tree)
     lines = source.data.split(b"\n")
     pattern = word_pattern(word)
     found: list[Reference] = []
     seen_rows: set[int] = set()
-    row, counted = 0, 0  # the row of byte `counted`
-    for count, match in enumerate(pattern.finditer(source.data)):
-        if count % 64 == 63 and time.monotonic() > until:
-            return found, True
-        row += source.data.count(b"\n", counted, match.start())
-        counted = match.start()
-        if row in seen_rows:
-            continue  # one reference a line: the walk down is not needed
-        node, enclosing = around.at(match.start(), match.end(), until)
-        if node is None:
-            return found, True
-        if node.type not in _IDENTIFIERS or node.text != word.encode():
-            continue
-        seen_rows.add(row)
-        text = lines[row].decode("utf-8", "replace").strip()
-        found.append(Reference(row + 1, text, enclosing))
+    row, counted, count = 0, 0, 0  # the row of byte `counted`
+    for offset, around in pieces:
+        end = offset + len(around.source)
+        for match in pattern.finditer(source.data, offset, end):
+            count += 1
+            if count % 64 == 0 and time.monotonic() > until:
+                return found, True
+            row += source.data.count(b"\n", counted, match.start())
+            counted = match.start()
+            if row in seen_rows:
+                continue  # one reference a line: the walk down is not needed
+            node, enclosing = around.at(match.start() - offset, match.end() - offset, until)
+            if node is None:
+                return found, True
+            if node.type not in _IDENTIFIERS or node.text != word.encode():
+                continue
+            seen_rows.add(row)
+            text = lines[row].decode("utf-8", "replace").strip()
+            found.append(Reference(row + 1, text, enclosing))
     return found, False
+
+
+def _parsed(
+    source: Source, chunks: list[tuple[int, int]] | None, until: float
+) -> list[tuple[int, Enclosing]]:
+    """(offset, its parse) for each chunk when all parse cleanly, else for the whole file.
+    A chunk of whole top-level statements parses as it does inside the file (same
+    nodes, same enclosing names); a syntax error means a cut was not a statement's
+    start (or the file has one), so the file is parsed whole (ParseTimeout past
+    `until`)."""
+    from .languages import parse
+
+    if chunks:
+        pieces = []
+        for start, end in chunks:
+            piece = source.data[start:end]
+            tree = parse(source.language, piece, until)
+            if tree.root_node.has_error:
+                break
+            pieces.append((start, Enclosing(source.language, piece, tree)))
+        else:
+            return pieces
+    tree = parse(source.language, source.data, until)
+    return [(0, Enclosing(source.language, source.data, tree))]
 
 
 def word_pattern(word: str) -> re.Pattern[bytes]:
@@ -346,7 +378,8 @@ def find_references(
     reference index answers for unchanged files it knows and for contents it has judged
     (by digest, whatever the file's name); a Python file whose every mention is in a
     comment or a string literal is dismissed by the lexer; the rest are parsed and
-    judged by tree-sitter (issue 47)."""
+    judged by tree-sitter (issue 47), a Python file only in the top-level statements
+    that hold a mention in code."""
     word = word_of(name)
     rels = engine.files_matching(ws, path, rf"\b{word}\b", SOURCE_GLOB)
     cut = False
@@ -374,10 +407,13 @@ def find_references(
             refs = None if known is None else _recalled(source, known, pattern)
             if refs is None:
                 partial = False
-                if source.language == "python" and only_in_literals(source.data, pattern):
-                    refs = []
+                chunks = None
+                if source.language == "python":
+                    chunks = code_chunks(source.data, pattern, deadline)
+                if chunks == []:
+                    refs = []  # every mention in a comment or a string: nothing to parse
                 else:
-                    refs, partial = references_in(source, word, deadline)
+                    refs, partial = references_in(source, word, deadline, chunks)
                 cut = cut or partial
                 if partial:
                     digest = None  # nothing to learn from a file not looked at to its end
