@@ -113,6 +113,22 @@ def test_a_string_right_after_a_keyword_never_hides_a_reference(source: bytes) -
     assert lexing.code_chunks(source, word_pattern("Thing")) != []
 
 
+@pytest.mark.parametrize(
+    ("source", "spans"),
+    [
+        (b"x = b\"T\" + BR'T'", [(4, 8), (11, 16)]),  # the prefix is part of the string
+        (b'x = Rf"{T}!"', [(7, 7), (10, 12)]),  # only an f-string's text, not its field
+        (b'x = (rb"T")#c', [(5, 10), (11, 13)]),
+        (b'x = rbu"T"', None),  # three letters and no f: no prefix Python has
+        (b'if x:pass\nelif"T":pass', None),  # a quote right after a name
+    ],
+)
+def test_a_strings_prefix_is_read_back_from_its_quote(
+    source: bytes, spans: list[tuple[int, int]] | None
+) -> None:
+    assert lexing.python_literals(source) == spans
+
+
 def test_an_unterminated_string_is_unsure() -> None:
     assert lexing.python_literals(b"x = 'open\nThing\n") is None
     assert lexing.code_chunks(b"x = 'open\nThing\n", word_pattern("Thing")) is None
