@@ -53,6 +53,11 @@ def test_every_definition_of_real_python_has_a_shaped_line() -> None:
 def test_calls_and_uses_are_not_python_definitions() -> None:
     for line in ("x = QuerySet(model)", "QuerySet = other", "qs: QuerySet", "# class QuerySet"):
         assert shapes.may_define("python", line, "QuerySet") is (line == "# class QuerySet")
+    # The name right after the keyword: a parameter's type or a base class is a use.
+    for line in ("def f(qs: QuerySet):", "class Manager(QuerySet):", "def g() -> QuerySet:"):
+        assert not shapes.may_define("python", line, "QuerySet")
+    for line in ("async def QuerySet(x):", "class QuerySet[T]:", "class A: def QuerySet(s): pass"):
+        assert shapes.may_define("python", line, "QuerySet")
     assert shapes.may_define("java", "    public QuerySet(Model m) {", "QuerySet")
     assert not shapes.may_define("java", "    x = other.QuerySet(m);", "QuerySet")
 

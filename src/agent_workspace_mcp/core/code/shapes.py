@@ -5,11 +5,11 @@ after a defining keyword (`class W`, `def W`, `fn W`, `impl Trait for W`), befor
 parameter list (`W(` of a method, a constructor, a C function), before `=` (`const W =
 () =>`), or first on its line (a Go type in a `type (...)` group). ripgrep finds those
 lines across the tree on every core with one union pattern; each file's lines are then
-checked against its own language's shapes (a Python call `W(` defines nothing), and
-tree-sitter still judges every file that passes. The shapes are deliberately loose: a
-false candidate costs one parse, a missed one a wrong answer, and
-tests/tools/test_symbol_shapes.py checks every definition the outline finds in the
-fixtures of every language against them.
+checked against its own language's shapes (a Python call `W(` or a parameter's type
+`qs: W` defines nothing), and tree-sitter still judges every file that passes. The
+shapes are deliberately loose: a false candidate costs one parse, a missed one a wrong
+answer, and tests/tools/test_symbol_shapes.py checks every definition the outline finds
+in the fixtures of every language against them.
 """
 
 from __future__ import annotations
@@ -33,10 +33,17 @@ _KEYWORDS["tsx"] = _KEYWORDS["typescript"]
 _CALL_SHAPED = {"javascript", "typescript", "tsx", "java", "c", "cpp"}  # W( : methods, C functions
 _ASSIGNED = {"javascript", "typescript", "tsx"}  # const W = () => ...
 _LINE_FIRST = {"go"}  # type ( W struct{...} )
+_NAME_NEXT = {"python"}  # the keyword, then the name (elsewhere: `impl T for W`, `func (r) W`)
 
 
 def _keyword(words: tuple[str, ...], w: str) -> str:
     return rf"\b(?:{'|'.join(words)})\b.*\b{w}\b"
+
+
+def _named(words: tuple[str, ...], w: str) -> str:
+    # Python's grammar puts the name right after `class` or `def`: a parameter's type
+    # (`def f(qs: QuerySet)`) is not a definition of it (QuerySet's 10 files become 1).
+    return rf"\b(?:{'|'.join(words)})\s+{w}\b"
 
 
 def _call(w: str) -> str:
@@ -61,7 +68,10 @@ def rg_pattern(word: str) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _compiled(language: str, word: str) -> re.Pattern[str]:
-    shapes = [_keyword(_KEYWORDS.get(language, ()), word)] if language in _KEYWORDS else []
+    shapes = []
+    if language in _KEYWORDS:
+        shaped = _named if language in _NAME_NEXT else _keyword
+        shapes.append(shaped(_KEYWORDS[language], word))
     if language in _CALL_SHAPED:
         shapes.append(_call(word))
     if language in _ASSIGNED:
