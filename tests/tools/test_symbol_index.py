@@ -35,7 +35,7 @@ def project(ws: Path, users: int = 30) -> None:
     (ws / "pkg" / "widget.py").write_text("class Widget:\n    def draw(self):\n        pass\n")
     for n in range(users):  # each has a line shaped like a definition of Widget (issue 47)
         (ws / "pkg" / f"use{n}.py").write_text(
-            f"from .widget import Widget\n\n\nclass W{n}(Widget):\n    pass\n"
+            f"from .widget import Widget\n\n\nclass W{n}(Widget):  # not a class Widget\n    pass\n"
         )
 
 
