@@ -160,23 +160,7 @@ class Holder:
 '''
 
 
-@pytest.fixture
-def parsed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The size of each piece of source tree-sitter is asked to parse."""
-    from agent_workspace_mcp.core.code import languages
-
-    sizes: list[int] = []
-    real = languages.parse
-
-    def measured(language: str, data: bytes, *args):
-        sizes.append(len(data))
-        return real(language, data, *args)
-
-    monkeypatch.setattr(languages, "parse", measured)
-    return sizes
-
-
-def test_only_the_statements_holding_a_reference_are_parsed(parsed: list[int]) -> None:
+def test_only_the_statements_holding_a_reference_are_parsed(parses: list[int]) -> None:
     """A decorator stays with what it decorates and a column-0 `def` inside a string is
     no statement; parsed alone, the statements give what the whole file gives."""
     chunks = lexing.code_chunks(CHUNKED, word_pattern("Thing"))
@@ -185,12 +169,12 @@ def test_only_the_statements_holding_a_reference_are_parsed(parsed: list[int]) -
     assert firsts == [b'"""Doc: a Thing at column 0 of a docstring:', b"class Holder:"]
     source = Source("c.py", "c.py", "python", CHUNKED)
     refs, _ = references_in(source, "Thing", None, chunks)
-    assert parsed == [b - a for a, b in chunks]  # `second` was not parsed
+    assert parses == [b - a for a, b in chunks]  # `second` was not parsed
     assert [(r.line, r.enclosing) for r in refs] == [(4, None), (8, None), (22, "Holder.method")]
     assert references_in(source, "Thing")[0] == refs
 
 
-def test_a_cut_inside_an_expression_parses_the_whole_file(parsed: list[int]) -> None:
+def test_a_cut_inside_an_expression_parses_the_whole_file(parses: list[int]) -> None:
     """`@` at column 0 continuing an expression (matrix product) is no statement: the
     piece after it fails to parse, so the file is parsed whole and the answer is its."""
     data = b"def a():\n    pass\n\n\nx = (1\n@ Thing)\n"
@@ -198,19 +182,19 @@ def test_a_cut_inside_an_expression_parses_the_whole_file(parsed: list[int]) -> 
     assert chunks == [(data.index(b"@"), len(data))]
     refs, _ = references_in(Source("m.py", "m.py", "python", data), "Thing", None, chunks)
     assert [(r.line, r.enclosing) for r in refs] == [(6, None)]
-    assert parsed == [len(data) - data.index(b"@"), len(data)]
+    assert parses == [len(data) - data.index(b"@"), len(data)]
 
 
 @pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    counted: list[int] = []
+    counted: list[int] = []  # the size of each piece of source asked for
     from agent_workspace_mcp.core.code import languages
 
     real = languages.parse
 
-    def counting(*args, **kwargs):
-        counted.append(1)
-        return real(*args, **kwargs)
+    def counting(language: str, data: bytes, *args, **kwargs):
+        counted.append(len(data))
+        return real(language, data, *args, **kwargs)
 
     monkeypatch.setattr(languages, "parse", counting)
     monkeypatch.setattr(outline, "OUTLINE_CACHE_FILES", 0)

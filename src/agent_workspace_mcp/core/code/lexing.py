@@ -31,7 +31,7 @@ _SQ = rb"'[^'\\\n]*(?:\\.[^'\\\n]*)*'"
 # code); a string's prefix is read back from its quote.
 _TOKEN = re.compile(rb"#[^\n]*|" + b"|".join([_DQ3, _SQ3, _DQ, _SQ]) + rb"|\"|'", re.S)
 _PREFIX = frozenset(b"rRbBuUfF")
-_HASH = ord("#")
+_HASH, _AT = ord("#"), ord("@")
 _NAME = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 # A string's body after its opening quote, through the closing one.
 _BODY = {
@@ -62,10 +62,13 @@ def literal_spans(data: bytes) -> Iterator[tuple[int, int]]:
     while True:
         for match in _TOKEN.finditer(data, pos):
             start, end = match.span()
-            if data[start] == _HASH or not (start and data[start - 1] in _NAME):
-                if end - start == 1 and data[start] != _HASH:
+            if data[start] == _HASH:
+                yield start, end  # a comment
+                continue
+            if not (start and data[start - 1] in _NAME):  # no prefix: most strings
+                if end - start == 1:
                     raise Unsure  # a quote no string closes: unterminated
-                yield start, end  # a comment, or a string with no prefix (most of them)
+                yield start, end
                 continue
             prefix = start  # up to three prefix letters, not the tail of a name
             while prefix > 0 and start - prefix < 3 and data[prefix - 1] in _PREFIX:
@@ -180,6 +183,16 @@ def code_chunks(
     run: int | None = None  # the start of the needed chunks not yet closed
     chunk, needed, decorating = 0, False, False
 
+    def starts_statement(at: int) -> bool:
+        """Whether the candidate line at `at` begins a statement of its own: not literal
+        text, not a definition under its decorator."""
+        nonlocal decorating
+        if literal(at, at + 1):
+            return False
+        starts = not decorating
+        decorating = data[at] == _AT
+        return starts
+
     def cut(at: int) -> None:
         """A statement starts at `at`: the chunk before it ends there."""
         nonlocal run, chunk, needed
@@ -195,18 +208,13 @@ def code_chunks(
             if count % 4096 == 4095 and deadline is not None and time.monotonic() > deadline:
                 return None
             while top is not None and top.start() <= match.start():
-                if not literal(top.start(), top.start() + 1):
-                    if not decorating and top.start() > 0:
-                        cut(top.start())  # a decorator and what it decorates stay together
-                    decorating = data[top.start()] == ord("@")
+                if starts_statement(top.start()) and top.start() > 0:
+                    cut(top.start())
                 top = next(tops, None)
             if not needed and not literal(*match.span()):
                 needed = True
-        while needed and top is not None:  # close the last match's chunk
-            if not literal(top.start(), top.start() + 1):
-                if not decorating:
-                    break
-                decorating = data[top.start()] == ord("@")
+        # The last match's chunk ends at the next statement start.
+        while needed and top is not None and not starts_statement(top.start()):
             top = next(tops, None)
     except Unsure:
         return None
