@@ -17,6 +17,7 @@ from agent_workspace_mcp.core.fileops import remove_tree
 from agent_workspace_mcp.core.search import python_engine
 from agent_workspace_mcp.core.search.results import GrepQuery
 from agent_workspace_mcp.core.search.rgproc import find_rg
+from agent_workspace_mcp.core.search.scan import Found
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.conftest import open_client
 from tests.helpers import fails, ok
@@ -472,3 +473,50 @@ async def test_the_recheck_reads_only_up_to_the_last_match_and_agrees(tmp_path: 
         assert answers[0] == answers[1], context
         assert "needle three" in answers[0] and "needle binary" not in answers[0]
         assert "needle five" not in answers[0] and "needle two" in answers[0]
+
+
+def rg_saw(rel: str, data: bytes, pattern: bytes) -> Found:
+    """What rg reports for `data`: each line holding `pattern`, its bytes and offset."""
+    matched, lines, offsets, at = [], {}, {}, 0
+    for index, line in enumerate(data.splitlines(keepends=True)):
+        if pattern in line:
+            matched.append(index)
+            lines[index], offsets[index] = line, at
+        at += len(line)
+    return Found(rel, matched, lines, offsets)
+
+
+def recheck_by_lines(data: bytes, found: Found) -> list[int]:
+    """The re-check as it was before offsets: every searched line decoded, compared."""
+    searched = python_engine.lines_searched_in(data) or []
+    return [i for i in found.matched if i < len(searched) and searched[i] == found.text(i)]
+
+
+def test_the_recheck_decodes_only_the_matched_lines_and_agrees_with_a_full_decode() -> None:
+    """Without context lines a file rg read as it still is is re-checked by offset, and
+    only its matched lines are decoded; a file changed since falls back to comparing
+    every line, so the answer is always what comparing every line gives."""
+    seen = "é\nneedle one\r\nplain\n".encode() + b"\xff needle two\nlast needle"
+    found = rg_saw("f.txt", seen, b"needle")
+    assert found.matched == [1, 3, 4]
+    kept, lines = found.check(seen, 0) or ([], [])
+    assert kept == [1, 3, 4] and isinstance(lines, dict) and sorted(lines) == [1, 3, 4]
+    assert lines[1] == "needle one\r" and lines[3] == "\ufffd needle two"
+    assert lines[4] == "last needle"
+    changed = {
+        "a line before a match grew": (seen.replace(b"plain", b"plainer"), [1, 3, 4]),
+        "a match edited": (seen.replace(b"needle one", b"needle 1"), [3, 4]),
+        "a match edited, same length": (seen.replace(b"needle one", b"needle ONE"), [3, 4]),
+        "the last line grew": (seen + b" more", [1, 3]),
+        "a line inserted": (b"new\n" + seen, []),
+        "newlines moved, offsets kept": (seen.replace("é\n".encode(), b"\n\n\n"), []),
+        "a match now ends a line": (seen.replace("é\n".encode(), b"\nxx"), [3, 4]),
+    }
+    for what, (now, expected) in changed.items():
+        checked = found.check(now, 0)
+        assert checked is not None, what
+        assert checked[0] == expected == recheck_by_lines(now, found), what
+        assert checked[1] == python_engine.lines_searched_in(now), what  # every line
+    assert found.check(b"\0" + seen[1:], 0) is None  # binary now: not shown at all
+    assert found.check(None, 0) is None  # unreadable (gone, or not a regular file)
+    assert found.check(seen, 2) == ([1, 3, 4], python_engine.lines_searched_in(seen))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,8 +66,20 @@ def listing_key(rel: str) -> tuple[bytes, ...]:
     return tuple(os.fsencode(part) for part in rel.split("/"))
 
 
-def add_hits(result: GrepResult, rel: str, lines: list[str], kept: list[int], context: int) -> None:
-    """Matched lines (0-based indices) plus `context` lines around each, merged, in order."""
+def add_hits(
+    result: GrepResult,
+    rel: str,
+    lines: Sequence[str] | Mapping[int, str],
+    kept: list[int],
+    context: int,
+) -> None:
+    """Matched lines (0-based indices) plus `context` lines around each, merged, in order.
+    Without context, `lines` may hold only the matched lines (index to text)."""
+    if not context:
+        for index in kept:
+            result.hits.append(LineHit(rel, index + 1, lines[index].rstrip("\r"), True))
+        return
+    assert isinstance(lines, Sequence)
     wanted: dict[int, bool] = {}
     for index in kept:
         for near in range(max(0, index - context), min(len(lines), index + context + 1)):

@@ -1,6 +1,6 @@
 """One rg process, and what it reports: spawned in the checked directory with its
 stderr drained, its process group stopped; its JSON fields decoded and its errors
-named; every file it names re-read through the containment walk (read_verified), since
+named; every file it names re-read through the containment walk (DirCache), since
 rg walks by name and is never trusted."""
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from typing import Any
 
 from ..containment import locate
 from ..errors import WorkspaceError
+from ..fdread import read_regular
 from ..limits import (
-    BINARY_SNIFF_BYTES,
+    DIR_FD_CACHE,
     GREP_TIME_BUDGET_SECONDS,
     RG_STDERR_KEPT_BYTES,
 )
-from ..textio import read_range
+from ..osflags import DIR_FLAGS
 from ..workspaces import Workspace
 from .python_engine import SearchTimeout
 
@@ -116,20 +117,43 @@ def timed_out() -> SearchTimeout:
     )
 
 
-def read_verified(ws: Workspace, rel: str, size: int) -> bytes | None:
-    """Up to `size` bytes of a file rg reported, read through the containment walk.
+class DirCache:
+    """Directory fds opened through the containment walk, reused for their files.
 
-    rg's own traversal never follows symlinks, but the tree can change between rg
-    listing a path and us reading it; `locate()` makes that read safe regardless.
+    rg lists files grouped by directory, so one `locate()` per directory (instead of
+    one per file) keeps re-reading what rg reported cheap without giving up the walk's
+    guarantee: each fd is a directory the walk verified inside the root, and a file is
+    opened under it by name with O_NOFOLLOW, so a directory swapped for a symlink after
+    the walk is never followed (rg reports no symlinks: one there now has changed).
+    Used by one thread, which closes it.
     """
-    try:
-        with locate(ws, "/" + rel if not ws.confined else rel) as loc:
-            data, _ = read_range(loc, 0, size)
-            return data
-    except WorkspaceError:
-        return None
 
+    def __init__(self, ws: Workspace, size: int = DIR_FD_CACHE) -> None:
+        self._ws = ws
+        self._size = size
+        self._fds: dict[str, int] = {}
 
-def is_binary(ws: Workspace, rel: str) -> bool:
-    head = read_verified(ws, rel, BINARY_SNIFF_BYTES)
-    return head is None or b"\x00" in head
+    def head(self, rel: str, size: int) -> bytes | None:
+        """Up to `size` bytes of the regular file `rel` (root-relative), else None."""
+        directory, _, name = rel.rpartition("/")
+        fd = self._fds.get(directory)
+        if fd is None:
+            try:
+                target = directory or "."
+                loc = locate(self._ws, target if self._ws.confined else "/" + target)
+            except WorkspaceError:
+                return None
+            with loc:
+                try:
+                    fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
+                except OSError:
+                    return None
+            if len(self._fds) >= self._size:
+                os.close(self._fds.pop(next(iter(self._fds))))
+            self._fds[directory] = fd
+        return read_regular(fd, name, size)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()

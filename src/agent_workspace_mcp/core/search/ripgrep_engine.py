@@ -31,8 +31,11 @@
   outside the root. Nothing it reports is trusted: rg starts in the checked root
   (`/proc/self/fd/N`), every reported file is re-opened through the containment walk,
   and answers show only lines read from that verified open that equal what rg saw (the
-  same read sniffs for binary; without context lines it stops after the last match);
-  a listed name must exist as a regular file in its verified directory.
+  same read sniffs for binary; without context lines it stops after the last match, and
+  each match must be rg's bytes at rg's offset after as many newlines as its line
+  number, so only the matched lines are decoded); a listed name must exist as a regular
+  file in its verified directory. One `locate()` per directory (rgproc.DirCache), then
+  each file opened under that verified fd with O_NOFOLLOW.
 """
 
 from __future__ import annotations
@@ -46,12 +49,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..containment import locate, root_cwd
-from ..errors import WorkspaceError
+from ..containment import root_cwd
 from ..limits import (
     ANSWER_BYTES,
     BINARY_SNIFF_BYTES,
-    DIR_FD_CACHE,
     GREP_PROBE_FIRST_MATCH_SECONDS,
     GREP_PROBE_LOOKS_SECONDS,
     GREP_PROBE_PATIENCE_SHARE,
@@ -59,9 +60,7 @@ from ..limits import (
     GREP_TIME_BUDGET_SECONDS,
     IGNORED_DIRS,
 )
-from ..osflags import DIR_FLAGS
 from ..workspaces import Workspace
-from .python_engine import read_head
 from .results import (
     GrepQuery,
     GrepResult,
@@ -70,7 +69,7 @@ from .results import (
     add_listed_file,
     listing_base,
 )
-from .rgproc import kill_group, spawn, stop, timed_out
+from .rgproc import DirCache, kill_group, spawn, stop, timed_out
 from .rules import Glob, compile_glob
 from .scan import SCAN_SECONDS, Probe, Scan, remember_scan, take_verified
 
@@ -174,11 +173,15 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
         finally:
             scan.stop()
     # The scan's files after the probe's last, in path order, until the answer is full.
-    for key, file, lines in found:
-        if done_upto is not None and key <= done_upto:
-            continue
-        if not take_verified(ws, result, query, file, lines):
-            break
+    dirs = DirCache(ws)
+    try:
+        for key, file, checked in found:
+            if done_upto is not None and key <= done_upto:
+                continue
+            if not take_verified(dirs, result, query, file, checked):
+                break
+    finally:
+        dirs.close()
     return result
 
 
@@ -264,47 +267,6 @@ def lines_matching(
     return found
 
 
-class _DirCache:
-    """Directory fds opened through the containment walk, reused for their files.
-
-    rg lists files grouped by directory, so one `locate()` per directory (instead of
-    one per file) keeps the binary sniff cheap without giving up the walk's guarantee.
-    """
-
-    def __init__(self, ws: Workspace, size: int = DIR_FD_CACHE) -> None:
-        self._ws = ws
-        self._size = size
-        self._fds: dict[str, int] = {}
-
-    def head(self, rel: str, size: int) -> bytes | None:
-        directory, _, name = rel.rpartition("/")
-        fd = self._fds.get(directory)
-        if fd is None:
-            try:
-                target = directory or "."
-                loc = locate(self._ws, target if self._ws.confined else "/" + target)
-            except WorkspaceError:
-                return None
-            with loc:
-                try:
-                    fd = os.open(
-                        loc.name or ".",
-                        DIR_FLAGS,
-                        dir_fd=loc.dir_fd,
-                    )
-                except OSError:
-                    return None
-            if len(self._fds) >= self._size:
-                os.close(self._fds.pop(next(iter(self._fds))))
-            self._fds[directory] = fd
-        return read_head(fd, name, size)
-
-    def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-
-
 def list_files(
     rg: str,
     ws: Workspace,
@@ -317,7 +279,7 @@ def list_files(
     pattern = compile_glob(query.pattern)
     result = ListResult()
     base = listing_base(start, start_is_dir)
-    cache = _DirCache(ws)
+    cache = DirCache(ws)
     with _ignore_file(ancestor, query.no_ignore) as ignore_file:
         args = _base_args(rg, query.no_ignore, ignore_file)
         args += ["--files", "--null", f"--max-depth={query.max_depth}", "--", start or "."]
@@ -333,7 +295,7 @@ def list_files(
 
 
 def _collect_listing(
-    proc: Any, result: Any, query: Any, pattern: Any, base: Any, cache: _DirCache, budget: int
+    proc: Any, result: Any, query: Any, pattern: Any, base: Any, cache: DirCache, budget: int
 ) -> bool:
     """Feed rg's NUL-separated names to the shared collector; False if we stopped early."""
     assert proc.stdout is not None

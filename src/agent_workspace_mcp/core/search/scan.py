@@ -12,7 +12,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +36,9 @@ from .results import (
     take,
 )
 from .rgproc import (
+    DirCache,
     decode,
-    is_binary,
     kill_group,
-    read_verified,
     regex_error,
     spawn,
     stop,
@@ -59,41 +58,98 @@ def remember_scan(tree: tuple[Any, ...], seconds: float) -> None:
         del SCAN_SECONDS[next(iter(SCAN_SECONDS))]
 
 
+# What a file's re-check leaves: the matched line indexes that hold, and the lines to
+# show them with (the searched lines with context; without, only the matched ones).
+Checked = tuple[list[int], Sequence[str] | Mapping[int, str]]
+
+
 @dataclass
 class Found:
-    """One file rg reported: the matched line indexes, rg's text of each, and where the
-    last matched line ends (bytes), which is all a re-check without context reads."""
+    """One file rg reported: the matched line indexes, and rg's bytes and byte offset of
+    each, which is all a re-check without context reads."""
 
     rel: str
     matched: list[int]
-    texts: dict[int, str]
-    end: int
+    lines: dict[int, bytes]
+    offsets: dict[int, int]
 
     def needs(self, context: int) -> int:
         """Bytes to read to re-check it (and sniff it): with context lines, all that is
-        searched; without, up to the last match (cut at a newline, so the lines before
-        decode exactly as in the whole file)."""
+        searched; without, up to the last match and one byte more (so a last line with
+        no newline is seen to end the file)."""
         if context:
             return GREP_BYTES_PER_FILE + 1
-        return max(self.end, BINARY_SNIFF_BYTES)
+        last = self.matched[-1]
+        return max(self.offsets[last] + len(self.lines[last]) + 1, BINARY_SNIFF_BYTES)
+
+    def text(self, index: int) -> str:
+        return self.lines[index].decode("utf-8", "replace").rstrip("\n")
+
+    def check(self, data: bytes | None, context: int) -> Checked | None:
+        """The matches whose line in `data` (the file's start, read through the
+        containment walk) is the line rg saw; None when it is unreadable or binary.
+
+        Without context lines, and when every match is still rg's bytes at rg's offset
+        (starting a line, ending one, after as many newlines as its index), only the
+        matched lines are decoded: UTF-8 never hides a newline byte in a character, so
+        a line decodes alone as it does within the file. Otherwise (context wanted, or
+        the file changed since rg read it) the searched lines are decoded and compared
+        line by line."""
+        if data is None or b"\x00" in data[:BINARY_SNIFF_BYTES]:
+            return None
+        if not context and self._where_rg_saw_them(data):
+            shown = {index: self.text(index) for index in self.matched}
+            return self.matched, shown
+        searched = lines_searched_in(data) or []
+        kept = [i for i in self.matched if i < len(searched) and searched[i] == self.text(i)]
+        return kept, searched
+
+    def _where_rg_saw_them(self, data: bytes) -> bool:
+        newlines = at = 0
+        for index in self.matched:
+            start, line = self.offsets[index], self.lines[index]
+            if start < at:
+                return False  # rg reports lines in order; anything else is re-read
+            newlines += data.count(b"\n", at, start)
+            at = start
+            if not (
+                newlines == index
+                and (start == 0 or data[start - 1] == NEWLINE)
+                and data.startswith(line, start)
+                and (line.endswith(b"\n") or len(data) == start + len(line))
+            ):
+                return False
+        return True
+
+
+NEWLINE = ord("\n")
 
 
 class Files:
-    """rg's JSON messages turned into (path, matched line indexes, rg's text of each)
-    per file, with the include glob and the 1 MiB line limit; binary files are left out
-    by the re-check, which reads the first 8 KiB whatever else it reads."""
+    """rg's JSON messages turned into (path, matched line indexes, rg's bytes and offset
+    of each) per file, with the include glob and the 1 MiB line limit; binary files are
+    left out by the re-check, which reads the first 8 KiB whatever else it reads."""
 
     def __init__(self, include: Any) -> None:
         self.include = include
         self.current = ""
         self.skip = False
         self.matched: list[int] = []
-        self.texts: dict[int, str] = {}
-        self.end = 0
+        self.lines: dict[int, bytes] = {}
+        self.offsets: dict[int, int] = {}
 
     def feed(self, raw: bytes) -> Found | None:
         """The file that `raw` completes, if any; ValueError on a line that is not JSON
-        (the last line of a killed rg)."""
+        (the last line of a killed rg). An end or the summary is known by its start
+        (rg writes "type" first): only a file's start and its matches are parsed."""
+        if raw.startswith(b'{"type":"end"'):
+            if self.skip or not self.matched:
+                return None
+            done = Found(self.current, self.matched, self.lines, self.offsets)
+            self.matched = []
+            return done
+        if raw.startswith(b'{"type":"summary"'):
+            return None
         message = json.loads(raw)
         kind = message["type"]
         data = message.get("data", {})
@@ -101,19 +157,16 @@ class Files:
             current = os.fsdecode(decode(data["path"]))
             self.current = current[2:] if current.startswith("./") else current
             self.skip = self.include is not None and not self.include.matches(self.current)
-            self.matched, self.texts, self.end = [], {}, 0
+            self.matched, self.lines, self.offsets = [], {}, {}
         elif kind == "match" and not self.skip:
             line = decode(data["lines"])
-            if data["absolute_offset"] + len(line) > GREP_BYTES_PER_FILE:
+            offset = data["absolute_offset"]
+            if offset + len(line) > GREP_BYTES_PER_FILE:
                 return None  # only whole lines within the first 1 MiB are searched
             index = data["line_number"] - 1
-            self.end = data["absolute_offset"] + len(line)
             self.matched.append(index)
-            self.texts[index] = line.decode("utf-8", "replace").rstrip("\n")
-        elif kind == "end" and not self.skip and self.matched:
-            done = Found(self.current, self.matched, self.texts, self.end)
-            self.matched = []
-            return done
+            self.lines[index] = line
+            self.offsets[index] = offset
         return None
 
 
@@ -143,7 +196,8 @@ class Scan:
         self._done_lock = threading.Lock()
         self._complete = False
         self._files = Files(include)
-        self.kept: list[tuple[list[bytes], Found, list[str] | None]] = []
+        self._dirs = DirCache(ws)  # the reader's own: it alone opens and closes them
+        self.kept: list[tuple[list[bytes], Found, Checked | None]] = []
         self._count = 0
         self.seen = 0  # matches reported so far, kept or not: the scan's pace
         self._started = time.monotonic()
@@ -184,17 +238,20 @@ class Scan:
         assert self.proc.stdout is not None
         # ValueError: the pipe closed under the loop (`stop()` after the answer was full).
         with contextlib.suppress(OSError, ValueError):
-            for raw in self.proc.stdout:
-                if raw.startswith(b'{"type":"match"'):
-                    self.seen += 1
-                try:
-                    done = self._files.feed(raw)
-                    if done is not None:
-                        self._keep(done)
-                except ValueError:
-                    continue  # the last line of a killed rg
-                except (WorkspaceError, OSError):
-                    continue  # the file changed under the scan: it is not kept
+            try:
+                for raw in self.proc.stdout:
+                    if raw.startswith(b'{"type":"match"'):
+                        self.seen += 1
+                    try:
+                        done = self._files.feed(raw)
+                        if done is not None:
+                            self._keep(done)
+                    except ValueError:
+                        continue  # the last line of a killed rg
+                    except (WorkspaceError, OSError):
+                        continue  # the file changed under the scan: it is not kept
+            finally:
+                self._dirs.close()
         self.seconds = time.monotonic() - self._started
         complete = self.proc.wait() in (0, 1)  # 0: matches, 1: none
         with self._done_lock:
@@ -207,22 +264,23 @@ class Scan:
         key = _path_key(file.rel)
         if len(self.kept) > 1 and self._count >= self.needed and key > self.kept[-1][0]:
             return  # after every file kept, which already suffice
-        lines = None
+        checked = None
         if self._count < self.needed:
-            data = read_verified(self.ws, file.rel, file.needs(self.context))
-            if data is None or b"\x00" in data[:BINARY_SNIFF_BYTES]:
+            checked = file.check(self._dirs.head(file.rel, file.needs(self.context)), self.context)
+            if checked is None:
                 return
-            lines = lines_searched_in(data)
-        elif is_binary(self.ws, file.rel):
-            return
+        else:
+            head = self._dirs.head(file.rel, BINARY_SNIFF_BYTES)
+            if head is None or b"\x00" in head:
+                return
         at = bisect.bisect(self.kept, key, key=lambda item: item[0])
-        self.kept.insert(at, (key, file, lines))
+        self.kept.insert(at, (key, file, checked))
         self._count += len(file.matched)
         # The last file in path order is not needed when the ones before it suffice.
         while len(self.kept) > 1 and self._count - len(self.kept[-1][1].matched) >= self.needed:
             self._count -= len(self.kept.pop()[1].matched)
 
-    def wait(self) -> list[tuple[list[bytes], Found, list[str] | None]]:
+    def wait(self) -> list[tuple[list[bytes], Found, Checked | None]]:
         # Joining the reader (rg's stdout at EOF) rather than `Popen.wait(timeout)`,
         # which polls with sleeps of up to 50 ms.
         self._reader.join(max(0.0, self.deadline - time.monotonic()))
@@ -290,6 +348,7 @@ class Probe:
         """Take files as rg finishes them (in order); the sort key of the last one."""
         assert self.proc.stdout is not None
         last = None
+        dirs = DirCache(self.ws)
         try:
             for raw in self.proc.stdout:
                 try:
@@ -299,11 +358,12 @@ class Probe:
                 if done is None:
                     continue
                 last = _path_key(done.rel)
-                if not take_verified(self.ws, result, query, done):
+                if not take_verified(dirs, result, query, done):
                     self.stopped = True
                     return last
             self._finish()
         finally:
+            dirs.close()
             self._timer.cancel()
             stop(self.proc)
         return last
@@ -320,27 +380,19 @@ class Probe:
 
 
 def take_verified(
-    ws: Workspace,
+    dirs: DirCache,
     result: GrepResult,
     query: GrepQuery,
     file: Found,
-    lines: list[str] | None = None,
+    checked: Checked | None = None,
 ) -> bool:
     """One file's matches, only those whose line, read again through the containment
-    walk (`lines`, when already read so), is the line rg saw: what rg read elsewhere
+    walk (`checked`, when already read so), is the line rg saw: what rg read elsewhere
     mid-swap never reaches the answer. False when the answer is full."""
-    rel, matched, texts = file.rel, file.matched, file.texts
-    if lines is None:
-        lines = _verified_lines(ws, rel, file.needs(query.context))
-    kept = [i for i in matched if lines and i < len(lines) and lines[i] == texts[i]]
-    return take(result, query, rel, kept, lines or [])
-
-
-def _verified_lines(ws: Workspace, rel: str, size: int) -> list[str] | None:
-    """The file's searched lines in its first `size` bytes, read through the containment
-    walk; None if unreadable or binary."""
-    data = read_verified(ws, rel, size)
-    return lines_searched_in(data) if data is not None else None
+    if checked is None:
+        checked = file.check(dirs.head(file.rel, file.needs(query.context)), query.context)
+    kept, lines = checked if checked is not None else ([], [])
+    return take(result, query, file.rel, kept, lines)
 
 
 def _path_key(rel: str) -> list[bytes]:
