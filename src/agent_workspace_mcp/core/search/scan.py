@@ -58,6 +58,8 @@ def remember_scan(tree: tuple[Any, ...], seconds: float) -> None:
         del SCAN_SECONDS[next(iter(SCAN_SECONDS))]
 
 
+NEWLINE = ord("\n")
+
 # What a file's re-check leaves: the matched line indexes that hold, and the lines to
 # show them with (the searched lines with context; without, only the matched ones).
 Checked = tuple[list[int], Sequence[str] | Mapping[int, str]]
@@ -120,9 +122,6 @@ class Found:
             ):
                 return False
         return True
-
-
-NEWLINE = ord("\n")
 
 
 class Files:
