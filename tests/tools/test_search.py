@@ -16,7 +16,7 @@ from agent_workspace_mcp.core.errors import WorkspaceError
 from agent_workspace_mcp.core.fileops import remove_tree
 from agent_workspace_mcp.core.search import python_engine
 from agent_workspace_mcp.core.search.results import GrepQuery
-from agent_workspace_mcp.core.search.rgproc import find_rg
+from agent_workspace_mcp.core.search.rgproc import DirCache, find_rg
 from agent_workspace_mcp.core.search.scan import Found
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.conftest import open_client
@@ -520,3 +520,25 @@ def test_the_recheck_decodes_only_the_matched_lines_and_agrees_with_a_full_decod
     assert found.check(b"\0" + seen[1:], 0) is None  # binary now: not shown at all
     assert found.check(None, 0) is None  # unreadable (gone, or not a regular file)
     assert found.check(seen, 2) == ([1, 3, 4], python_engine.lines_searched_in(seen))
+
+
+def test_the_recheck_keeps_a_few_folders_open_and_closes_them(tmp_path: Path) -> None:
+    """grep's re-check walks each folder once and keeps at most GREP_DIR_FD_CACHE of them
+    open (many greps at once must stay far below the process's fd limit), reads a file
+    only as a regular file in its verified folder, and closes every fd it opened."""
+    for d in range(20):
+        (tmp_path / f"d{d:02d}").mkdir()
+        (tmp_path / f"d{d:02d}" / "f.txt").write_text(f"needle {d}\n")
+    os.symlink(tmp_path / "d00" / "f.txt", tmp_path / "d01" / "link.txt")
+    ws = WorkspaceRegistry.confined(str(tmp_path)).primary
+    before = len(os.listdir("/proc/self/fd"))
+    dirs = DirCache(ws, limits.GREP_DIR_FD_CACHE)
+    try:
+        for d in range(20):
+            assert dirs.head(f"d{d:02d}/f.txt", 100) == f"needle {d}\n".encode()
+            assert len(os.listdir("/proc/self/fd")) - before <= limits.GREP_DIR_FD_CACHE
+        assert dirs.head("d01/link.txt", 100) is None  # a link is never followed
+        assert dirs.head("d01", 100) is None and dirs.head("gone/f.txt", 100) is None
+    finally:
+        dirs.close()
+    assert len(os.listdir("/proc/self/fd")) == before

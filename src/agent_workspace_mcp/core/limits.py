@@ -275,6 +275,11 @@ GREP_PROBE_PATIENCE_SHARE = 0.25
 GREP_SCAN_SPARE_MATCHES = 50
 GREP_SCAN_TIMES_KEPT = 64
 DIR_FD_CACHE = 32  # directory fds list_files keeps open while sniffing rg's results
+# ours: directory fds a grep's re-check keeps open (its scan, then its probe or the files
+# taken after it; one at a time but for a probe beside its scan). Matching files are
+# sparse, so few share a folder; small, so many concurrent greps stay far below a
+# 1024-fd limit (a walk per file held as many while it ran).
+GREP_DIR_FD_CACHE = 8
 
 # --- code navigation (issue 16) ---------------------------------------------------------
 OUTLINE_SIGNATURE_CHARS = 200  # ours: one outline line's signature; the rest is read_symbol

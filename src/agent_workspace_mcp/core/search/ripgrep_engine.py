@@ -53,6 +53,7 @@ from ..containment import root_cwd
 from ..limits import (
     ANSWER_BYTES,
     BINARY_SNIFF_BYTES,
+    GREP_DIR_FD_CACHE,
     GREP_PROBE_FIRST_MATCH_SECONDS,
     GREP_PROBE_LOOKS_SECONDS,
     GREP_PROBE_PATIENCE_SHARE,
@@ -173,7 +174,7 @@ def grep(rg: str, ws: Workspace, start: str, query: GrepQuery, ancestor: list[st
         finally:
             scan.stop()
     # The scan's files after the probe's last, in path order, until the answer is full.
-    dirs = DirCache(ws)
+    dirs = DirCache(ws, GREP_DIR_FD_CACHE)
     try:
         for key, file, checked in found:
             if done_upto is not None and key <= done_upto:

@@ -20,6 +20,7 @@ from ..errors import InvalidArgumentError, WorkspaceError
 from ..limits import (
     BINARY_SNIFF_BYTES,
     GREP_BYTES_PER_FILE,
+    GREP_DIR_FD_CACHE,
     GREP_PROBE_CHECK_SECONDS,
     GREP_PROBE_FIRST_MATCH_SECONDS,
     GREP_PROBE_MARGIN,
@@ -195,7 +196,8 @@ class Scan:
         self._done_lock = threading.Lock()
         self._complete = False
         self._files = Files(include)
-        self._dirs = DirCache(ws)  # the reader's own: it alone opens and closes them
+        # The reader's own: it alone opens and closes them.
+        self._dirs = DirCache(ws, GREP_DIR_FD_CACHE)
         self.kept: list[tuple[list[bytes], Found, Checked | None]] = []
         self._count = 0
         self.seen = 0  # matches reported so far, kept or not: the scan's pace
@@ -347,7 +349,7 @@ class Probe:
         """Take files as rg finishes them (in order); the sort key of the last one."""
         assert self.proc.stdout is not None
         last = None
-        dirs = DirCache(self.ws)
+        dirs = DirCache(self.ws, GREP_DIR_FD_CACHE)
         try:
             for raw in self.proc.stdout:
                 try:
