@@ -141,7 +141,7 @@ class DirCache:
             try:
                 target = directory or "."
                 loc = locate(self._ws, target if self._ws.confined else "/" + target)
-            except WorkspaceError:
+            except (WorkspaceError, OSError):  # gone, swapped, unreadable, out of fds
                 return None
             with loc:
                 try:

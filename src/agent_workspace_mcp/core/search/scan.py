@@ -29,6 +29,7 @@ from ..limits import (
     GREP_SCAN_TIMES_KEPT,
     PIPE_DRAIN_GRACE_SECONDS,
 )
+from ..textio import is_binary
 from ..workspaces import Workspace
 from .python_engine import lines_searched_in
 from .results import (
@@ -98,7 +99,7 @@ class Found:
         a line decodes alone as it does within the file. Otherwise (context wanted, or
         the file changed since rg read it) the searched lines are decoded and compared
         line by line."""
-        if data is None or b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        if data is None or is_binary(data):
             return None
         if not context and self._where_rg_saw_them(data):
             shown = {index: self.text(index) for index in self.matched}
@@ -272,7 +273,7 @@ class Scan:
                 return
         else:
             head = self._dirs.head(file.rel, BINARY_SNIFF_BYTES)
-            if head is None or b"\x00" in head:
+            if head is None or is_binary(head):
                 return
         at = bisect.bisect(self.kept, key, key=lambda item: item[0])
         self.kept.insert(at, (key, file, checked))
