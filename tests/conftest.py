@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -56,13 +57,35 @@ async def client(ws: Path) -> AsyncIterator[Client]:
         yield c
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# Long modules of one to four tests, run first. xdist hands each worker the next module
+# as it finishes one, by default the modules with most tests first, which put these last:
+# in two timed runs one worker idled 38-46 s at the end while the other ran
+# test_many_agents alone. With `--no-loadscope-reorder` (pyproject) the order is ours:
+# these, then the rest by number of tests, as xdist would.
+FEW_LONG_TESTS = [
+    "tests/test_portable.py",  # 50-80 s: the containment tests again, in a child pytest
+    "tests/e2e/test_many_agents.py",  # 36-40 s
+    "tests/e2e/test_container.py",  # 14-75 s: builds the image on a fresh clone
+]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that spawn the real CLI process (end-to-end, the CLI's own) are slow: each
     start pays FastMCP's import. `-m "not slow"` is the fast subset (about a minute)."""
     for item in items:
         path = str(item.path)
         if "/tests/e2e/" in path or path.endswith("/tests/test_cli.py"):
             item.add_marker(pytest.mark.slow)
+    root = config.rootpath
+    tests_in = Counter(item.path for item in items)
+
+    def order(item: pytest.Item) -> tuple[int, int]:
+        rel = item.path.relative_to(root).as_posix()
+        if rel in FEW_LONG_TESTS:
+            return (FEW_LONG_TESTS.index(rel), 0)
+        return (len(FEW_LONG_TESTS), -tests_in[item.path])
+
+    items[:] = sorted(items, key=order)  # stable: a module's tests keep their order
 
 
 @pytest.hookimpl(hookwrapper=True)
