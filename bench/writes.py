@@ -45,6 +45,12 @@ earlier commit: `git worktree add /tmp/base <commit>`, then `--base /tmp/base/sr
 times its read, write and new-content write in the same rounds: a change compared with
 the commit before it at the same moment of the machine.
 
+`--stdio --split` spawns ours and the bare server through bench/timed_server.py, which
+times each write's body where it runs (ours: the state check, the tool and its records
+in the worker thread; bare: its durable write), wall and thread CPU: whether a gap
+between the two servers lies inside the body or around it (client, protocol, thread
+trip, middleware).
+
 `--in-process` measures the same writes without a client, protocol or thread trip,
 each wrapped as the journal middleware wraps it (far steadier than through a client,
 so small changes to the records show): a write changing every line or one line, on a
@@ -58,7 +64,7 @@ speed; docs/PERFORMANCE.md, fourteenth pass), so one run says little, and a targ
 in every run is met only when the highest run is within it.
 
     python bench/writes.py [--calls 300] [--repeat 1]
-        [--bound | --stdio [--base SRC] | --in-process] [--json FILE]
+        [--bound | --stdio [--base SRC] [--split] | --in-process] [--json FILE]
 """
 
 from __future__ import annotations
@@ -169,9 +175,13 @@ def spawned(argv: list[str], log: object, pythonpath: str | None = None) -> Clie
     return Client(transport)
 
 
-async def over_stdio(calls: int, base_src: str | None = None) -> dict[str, list[float]]:
+async def over_stdio(
+    calls: int, base_src: str | None = None, split: bool = False
+) -> dict[str, list[float]]:
     """`--stdio`: both servers spawned as processes, as users run ours; with `base_src`,
-    a third: our server from that source tree (another checkout's `src`)."""
+    a third: our server from that source tree (another checkout's `src`); with `split`,
+    ours and the bare one through bench/timed_server.py, which times each write's body
+    where it runs."""
     with tempfile.TemporaryDirectory() as tmp, open(os.devnull, "w") as log:
         base = Path(tmp)
         floor_dir, bare_dir, root, base_root = (base / n for n in ("floor", "bare", "ws", "base"))
@@ -180,6 +190,10 @@ async def over_stdio(calls: int, base_src: str | None = None) -> dict[str, list[
             (directory / "small.txt").write_text(CONTENTS[0])
         ours_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(root)]
         bare_argv = [sys.executable, str(HERE / "bare_writer.py"), str(bare_dir)]
+        timed_ours, timed_bare = base / "ours-bodies.json", base / "bare-bodies.json"
+        if split:
+            ours_argv[1:3] = [str(HERE / "timed_server.py"), "ours", str(timed_ours)]
+            bare_argv[1:2] = [str(HERE / "timed_server.py"), "bare", str(timed_bare)]
         base_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(base_root)]
         async with contextlib.AsyncExitStack() as stack:
             bare = await stack.enter_async_context(spawned(bare_argv, log))
@@ -199,7 +213,29 @@ async def over_stdio(calls: int, base_src: str | None = None) -> dict[str, list[
                         "write_file", {"path": "new.txt", "content": new_content(turn[0])}
                     ),
                 }
-            return await sampled(figures, turn, calls)
+            samples = await sampled(figures, turn, calls)
+        if split:  # the servers have exited and written their bodies' times
+            samples |= bodies(timed_ours, timed_bare, calls)
+        return samples
+
+
+def bodies(ours_file: Path, bare_file: Path, calls: int) -> dict[str, list[float]]:
+    """What `--split` adds: the bodies timed inside the servers, per figure. Each round
+    calls the bare server's two writes and our three in the order `shared_figures`
+    names them, so a body's figure is its place in its round."""
+    ours, bare = (json.loads(f.read_text()) for f in (ours_file, bare_file))
+    figures: dict[str, list[float]] = {}
+    for kind, times, per_round, place in (
+        ("write_file 10 KB", ours, 3, 0),
+        ("bare durable write", bare, 2, 0),
+    ):
+        for unit in ("wall", "cpu"):
+            values = times[f"{unit}_ms"]
+            if len(values) != (WARM_UP_CALLS + calls) * per_round:
+                raise SystemExit(f"--split: {len(values)} bodies timed, not one per call")
+            rounds = values[WARM_UP_CALLS * per_round :]
+            figures[f"body, {unit}: {kind}"] = rounds[place::per_round]
+    return figures
 
 
 def shared_figures(
@@ -390,6 +426,20 @@ def stdio_derived(p50: dict[str, float]) -> dict[str, float]:
         }
         | (
             {
+                "body: write_file - bare (wall)": p50["body, wall: write_file 10 KB"]
+                - p50["body, wall: bare durable write"],
+                "body: write_file - bare (CPU)": p50["body, cpu: write_file 10 KB"]
+                - p50["body, cpu: bare durable write"],
+                "around the body: write_file - bare": p50["write_file 10 KB"]
+                - p50["bare FastMCP, durable write"]
+                - p50["body, wall: write_file 10 KB"]
+                + p50["body, wall: bare durable write"],
+            }
+            if "body, wall: write_file 10 KB" in p50
+            else {}
+        )
+        | (
+            {
                 "base: write_file - read_file": p50["base: write_file 10 KB"]
                 - p50["base: read_file 10 KB"],
                 "base: new content - read_file": p50["base: new content"]
@@ -418,7 +468,9 @@ def measured(args: argparse.Namespace) -> dict[str, list[float]]:
     """One run of the mode `args` names: every figure's samples."""
     if args.in_process:
         return in_process(args.calls)
-    return asyncio.run(over_stdio(args.calls, args.base) if args.stdio else run(args.calls))
+    if args.stdio:
+        return asyncio.run(over_stdio(args.calls, args.base, args.split))
+    return asyncio.run(run(args.calls))
 
 
 def summed_up(samples: dict[str, list[float]], args: argparse.Namespace) -> dict:
@@ -498,9 +550,16 @@ def main() -> int:
         help="with --stdio: also our server from this source tree (another checkout's src), "
         "in the same rounds",
     )
+    parser.add_argument(
+        "--split",
+        action="store_true",
+        help="with --stdio: also each write's body, timed inside both servers",
+    )
     args = parser.parse_args()
     if args.base and not args.stdio:
         parser.error("--base needs --stdio")
+    if args.split and not args.stdio:
+        parser.error("--split needs --stdio")
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     if args.bound:
@@ -518,6 +577,7 @@ def main() -> int:
         "in_process": args.in_process,
         "stdio": args.stdio,
         "base": args.base,
+        "split": args.split,
         # The last run's rows, as a single run always wrote them; every run below.
         "rows": runs[-1]["rows"],
         "derived_ms": runs[-1]["derived_ms"],

@@ -53,3 +53,39 @@ def test_the_spread_is_read_off_every_run() -> None:
     runs = [one_run(3.0, 4.2), one_run(3.0, 4.6), one_run(3.0, 4.4)]
     over = writes.spread(runs)["write_file - read_file"]
     assert over == {"min": 1.2, "median": 1.4, "max": 1.6}
+
+
+def test_split_bodies_are_read_by_their_place_in_each_round(tmp_path: Path) -> None:
+    """`--split`: ours times three writes a round (the first is `write_file 10 KB`), the
+    bare server two (the first is its threaded durable write); warm-up rounds dropped."""
+    import json
+
+    rounds = writes.WARM_UP_CALLS + 2
+    ours = [float(100 * r + k) for r in range(rounds) for k in range(3)]
+    bare = [float(100 * r + k) for r in range(rounds) for k in range(2)]
+    (tmp_path / "ours.json").write_text(json.dumps({"wall_ms": ours, "cpu_ms": ours}))
+    (tmp_path / "bare.json").write_text(json.dumps({"wall_ms": bare, "cpu_ms": bare}))
+    got = writes.bodies(tmp_path / "ours.json", tmp_path / "bare.json", calls=2)
+    first = 100.0 * writes.WARM_UP_CALLS
+    assert got["body, wall: write_file 10 KB"] == [first, first + 100]
+    assert got["body, cpu: bare durable write"] == [first, first + 100]
+
+    samples = {name: [1.0, 1.0] for name in FIGURES} | {k: v[:1] * 2 for k, v in got.items()}
+    samples["bare FastMCP, durable write"] = [first + 1.0] * 2
+    samples["write_file 10 KB"] = [first + 2.5] * 2  # 1.5 over the bare durable write
+    samples["body, wall: write_file 10 KB"] = [first + 1.0] * 2  # 1.0 of it in the body
+    derived = writes.summed_up(samples, STDIO)["derived_ms"]
+    assert derived["body: write_file - bare (wall)"] == 1.0
+    assert derived["around the body: write_file - bare"] == 0.5
+
+
+def test_split_refuses_bodies_that_do_not_match_the_calls(tmp_path: Path) -> None:
+    import json
+
+    import pytest
+
+    times = json.dumps({"wall_ms": [1.0] * 5, "cpu_ms": [1.0] * 5})
+    for name in ("ours.json", "bare.json"):
+        (tmp_path / name).write_text(times)
+    with pytest.raises(SystemExit, match="not one per call"):
+        writes.bodies(tmp_path / "ours.json", tmp_path / "bare.json", calls=2)
