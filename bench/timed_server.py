@@ -1,7 +1,9 @@
 """A server for `bench/writes.py --stdio --split`, timing each write's body inside it.
 
-    python bench/timed_server.py ours OUT --root DIR   our CLI, as `python -m agent_workspace_mcp`
-    python bench/timed_server.py bare OUT DIR          bench/bare_writer.py
+    python bench/timed_server.py ours OUT [--without PARTS] --root DIR
+    python bench/timed_server.py bare OUT DIR
+
+`ours` runs our CLI as `python -m agent_workspace_mcp` would, `bare` bench/bare_writer.py.
 
 `ours` times the synchronous body of every journaled call in its worker thread
 (`journaling.InThread.run`: the state check, the tool, the checkpoint line and the
@@ -9,6 +11,12 @@ journal entry); `bare` times its durable write, in both its tools. Each body's w
 thread CPU time, in call order, go to OUT (JSON) when the server exits: what the write
 costs where it runs, without the client, the protocol or the thread trip, so a gap
 between two servers can be placed inside the body or around it.
+
+`--without` switches parts of our write's bookkeeping off in this process, to bound what
+merging them into the others could save at most (as `bench/writes.py --bound` does for
+all of them; never a setting, the server has no way to run like this): `ready` the state
+check before the body, `stale` the stale-read records of what was written, `index` the
+checkpoint's index line (its objects are still stored).
 """
 
 from __future__ import annotations
@@ -32,6 +40,25 @@ def timed(body: Callable[[], Any]) -> Any:
         TIMES["cpu_ms"].append((time.thread_time() - cpu) * 1000)
 
 
+def switched_off(parts: list[str]) -> None:
+    from agent_workspace_mcp.core.checkpoints.store import Store
+    from agent_workspace_mcp.core.state import stale_reads
+    from agent_workspace_mcp.middleware.journal import JournalMiddleware
+
+    def nothing(*_args: object, **_kwargs: object) -> None:
+        return None
+
+    for part in parts:
+        if part == "ready":
+            JournalMiddleware._ready_here = staticmethod(nothing)  # type: ignore[method-assign]
+        elif part == "stale":
+            stale_reads.wrote = nothing
+        elif part == "index":
+            Store.append = nothing  # type: ignore[method-assign]
+        else:
+            raise SystemExit(f"--without: {part!r} is not one of ready, stale, index")
+
+
 def main() -> int:
     which, out, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 
@@ -43,6 +70,10 @@ def main() -> int:
     if which == "ours":
         from agent_workspace_mcp import cli
         from agent_workspace_mcp.core.state.journal import calls
+
+        if args[:1] == ["--without"]:
+            switched_off(args[1].split(","))
+            args = args[2:]
 
         run = calls.InThread.run
         calls.InThread.run = lambda self, body: timed(lambda: run(self, body))  # type: ignore[method-assign]

@@ -51,6 +51,10 @@ in the worker thread; bare: its durable write), wall and thread CPU: whether a g
 between the two servers lies inside the body or around it (client, protocol, thread
 trip, middleware).
 
+`--stdio --split --without ready,stale,index` also switches those parts of our write
+off in our server (bench/timed_server.py says which is what): an upper bound on what
+merging them into the other records could save.
+
 `--in-process` measures the same writes without a client, protocol or thread trip,
 each wrapped as the journal middleware wraps it (far steadier than through a client,
 so small changes to the records show): a write changing every line or one line, on a
@@ -64,7 +68,8 @@ speed; docs/PERFORMANCE.md, fourteenth pass), so one run says little, and a targ
 in every run is met only when the highest run is within it.
 
     python bench/writes.py [--calls 300] [--repeat 1]
-        [--bound | --stdio [--base SRC] [--split] | --in-process] [--json FILE]
+        [--bound | --stdio [--base SRC] [--split [--without PARTS]] | --in-process]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -176,7 +181,7 @@ def spawned(argv: list[str], log: object, pythonpath: str | None = None) -> Clie
 
 
 async def over_stdio(
-    calls: int, base_src: str | None = None, split: bool = False
+    calls: int, base_src: str | None = None, split: bool = False, without: str | None = None
 ) -> dict[str, list[float]]:
     """`--stdio`: both servers spawned as processes, as users run ours; with `base_src`,
     a third: our server from that source tree (another checkout's `src`); with `split`,
@@ -193,6 +198,8 @@ async def over_stdio(
         timed_ours, timed_bare = base / "ours-bodies.json", base / "bare-bodies.json"
         if split:
             ours_argv[1:3] = [str(HERE / "timed_server.py"), "ours", str(timed_ours)]
+            if without:
+                ours_argv[4:4] = ["--without", without]
             bare_argv[1:2] = [str(HERE / "timed_server.py"), "bare", str(timed_bare)]
         base_argv = [sys.executable, "-m", "agent_workspace_mcp", "--root", str(base_root)]
         async with contextlib.AsyncExitStack() as stack:
@@ -469,7 +476,7 @@ def measured(args: argparse.Namespace) -> dict[str, list[float]]:
     if args.in_process:
         return in_process(args.calls)
     if args.stdio:
-        return asyncio.run(over_stdio(args.calls, args.base, args.split))
+        return asyncio.run(over_stdio(args.calls, args.base, args.split, args.without))
     return asyncio.run(run(args.calls))
 
 
@@ -555,7 +562,18 @@ def main() -> int:
         action="store_true",
         help="with --stdio: also each write's body, timed inside both servers",
     )
+    parser.add_argument(
+        "--without",
+        metavar="PARTS",
+        help="with --split: switch these parts of our write off (ready, stale, index; "
+        "comma-separated): what merging them could save at most",
+    )
     args = parser.parse_args()
+    if args.without and not args.split:
+        parser.error("--without needs --split")
+    unknown = set((args.without or "").split(",")) - {"", "ready", "stale", "index"}
+    if unknown:
+        parser.error(f"--without: {', '.join(sorted(unknown))} is not one of ready, stale, index")
     if args.base and not args.stdio:
         parser.error("--base needs --stdio")
     if args.split and not args.stdio:
@@ -578,6 +596,7 @@ def main() -> int:
         "stdio": args.stdio,
         "base": args.base,
         "split": args.split,
+        "without": args.without,
         # The last run's rows, as a single run always wrote them; every run below.
         "rows": runs[-1]["rows"],
         "derived_ms": runs[-1]["derived_ms"],
