@@ -55,17 +55,33 @@ def console(root: Path) -> ConsoleState:
     )
 
 
-async def decided(state: ConsoleState, client: Client, grant: dict, **call) -> str:
-    """The call, approved from the console with `grant`; its answer."""
+async def pending_for(state: ConsoleState, client: Client, **call) -> tuple[asyncio.Task, dict]:
+    """The call started, and the question it asked the person (it waits for the answer)."""
     waiting = asyncio.create_task(client.call_tool("write_file", call, raise_on_error=False))
     for _ in range(200):
         pending = [r for r in state.approvals() if r["status"] == "pending"]
         if pending:
-            break
+            return waiting, pending[0]
         await asyncio.sleep(0.02)
-    said = state.decide(None, pending[0]["id"], approve=True, grant=grant)
+    raise AssertionError(f"no question was asked for {call['path']}: {(await waiting)}")
+
+
+async def decided(state: ConsoleState, client: Client, grant: dict, **call) -> str:
+    """The call, approved from the console with `grant`; its answer."""
+    waiting, record = await pending_for(state, client, **call)
+    said = state.decide(None, record["id"], approve=True, grant=grant)
     assert "granted as gr-" in said
     return (await waiting).content[0].text
+
+
+async def asked(state: ConsoleState, client: Client, **call) -> list[str]:
+    """The paths the call asked the person about (no grant covered it), denied at once
+    rather than waited out: the call must then change nothing."""
+    waiting, record = await pending_for(state, client, **call)
+    state.decide(None, record["id"], approve=False)
+    answer = await waiting
+    assert answer.is_error and "denied by operator" in answer.content[0].text
+    return record["paths"]
 
 
 async def test_a_minutes_grant_covers_the_same_paths_only(root: Path) -> None:
@@ -81,8 +97,11 @@ async def test_a_minutes_grant_covers_the_same_paths_only(root: Path) -> None:
         assert first.startswith("Updated src/pkg/a.py")
         again = await ok(client, "write_file", path="src/pkg/a.py", content="x = 3\n")
         assert again.startswith("Updated src/pkg/a.py")  # no question: granted
-        other = await ok(client, "write_file", path="src/pkg/b.py", content="x = 3\n")
-        assert other.startswith("Not run yet")  # another path: never wider than what was seen
+        # another path: never wider than what was seen
+        assert await asked(state, client, path="src/pkg/b.py", content="x = 3\n") == [
+            "src/pkg/b.py"
+        ]
+    assert (root / "src" / "pkg" / "b.py").read_text() == "x = 1\n"
     journal = (root / ".workspace-mcp" / "journal.jsonl").read_text()
     assert '"tool":"grant"' in journal and "granted by operator (gr-" in journal
 
@@ -99,10 +118,10 @@ async def test_a_folder_grant_covers_what_is_under_it(root: Path) -> None:
         assert (await ok(client, "write_file", path="src/new.py", content="y\n")).startswith(
             "Created"
         )
-        outside = await ok(client, "write_file", path="docs/c.md", content="y\n")
-        assert outside.startswith("Not run yet")
-        escape = await ok(client, "write_file", path="src/../docs/c.md", content="y\n")
-        assert escape.startswith("Not run yet")  # decided on the real path
+        assert await asked(state, client, path="docs/c.md", content="y\n") == ["docs/c.md"]
+        # decided on the real path, and the person is asked about that path
+        assert await asked(state, client, path="src/../docs/c.md", content="y\n") == ["docs/c.md"]
+    assert (root / "docs" / "c.md").read_text() == "c\n"
 
 
 def test_a_session_grant_is_that_sessions_only(root: Path) -> None:
@@ -152,9 +171,8 @@ async def test_a_revoked_or_expired_grant_covers_nothing(root: Path, monkeypatch
         (grant,) = state.grants()
         assert grant["kind"] == "minutes" and grant["expires"] - grant["created"] == 30 * 60
         assert state.revoke(None, grant["id"]).endswith("revoked")
-        assert (await ok(client, "write_file", path="src/pkg/a.py", content="2\n")).startswith(
-            "Not run yet"
-        )
+        assert await asked(state, client, path="src/pkg/a.py", content="2\n") == ["src/pkg/a.py"]
+        assert (root / "src" / "pkg" / "a.py").read_text() == "1\n"
         await decided(
             state, client, {"kind": "minutes", "minutes": 1}, path="src/pkg/b.py", content="1\n"
         )
@@ -215,9 +233,9 @@ async def test_a_planted_grant_decides_nothing(root: Path) -> None:
         }
     }
     (root / ".workspace-mcp" / "grants.json").write_text(json.dumps(planted))
+    state = console(root)
     async with Client(server(root)) as client:
-        answer = await ok(client, "write_file", path="src/pkg/a.py", content="pwned\n")
-    assert (
-        answer.startswith("Not run yet")
-        and (root / "src" / "pkg" / "a.py").read_text() == "x = 1\n"
-    )
+        assert await asked(state, client, path="src/pkg/a.py", content="pwned\n") == [
+            "src/pkg/a.py"
+        ]
+    assert (root / "src" / "pkg" / "a.py").read_text() == "x = 1\n"
