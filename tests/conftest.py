@@ -70,11 +70,16 @@ FEW_LONG_TESTS = [
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests that spawn the real CLI process (end-to-end, the CLI's own) are slow: each
-    start pays FastMCP's import. `-m "not slow"` is the fast subset (about a minute)."""
+    """Tests that spawn the real CLI process (end-to-end, the CLI's own, and any test
+    that uses a module's `served` HTTP server) are slow: each start pays FastMCP's
+    import. `-m "not slow"` is the fast subset (under a minute)."""
     for item in items:
         path = str(item.path)
-        if "/tests/e2e/" in path or path.endswith("/tests/test_cli.py"):
+        if (
+            "/tests/e2e/" in path
+            or path.endswith("/tests/test_cli.py")
+            or "served" in getattr(item, "fixturenames", ())
+        ):
             item.add_marker(pytest.mark.slow)
     root = config.rootpath
     tests_in = Counter(item.path for item in items)
