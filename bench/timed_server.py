@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 TIMES: dict[str, list[float]] = {"wall_ms": [], "cpu_ms": []}
+PARTS = ("ready", "stale", "index")  # what `--without` can switch off
 
 
 def timed(body: Callable[[], Any]) -> Any:
@@ -56,7 +57,7 @@ def switched_off(parts: list[str]) -> None:
         elif part == "index":
             Store.append = nothing  # type: ignore[method-assign]
         else:
-            raise SystemExit(f"--without: {part!r} is not one of ready, stale, index")
+            raise SystemExit(f"--without: {part!r} is not one of {', '.join(PARTS)}")
 
 
 def main() -> int:

@@ -94,6 +94,7 @@ from agent_workspace_mcp.core.state import stale_reads
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from bare_writer import bare_writer, durable_write  # bench/bare_writer.py
 from floors import WARM_UP_CALLS, percentile  # bench/floors.py
+from timed_server import PARTS  # bench/timed_server.py
 
 HERE = Path(__file__).resolve().parent
 SIZE = 10 * 1024
@@ -571,9 +572,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.without and not args.split:
         parser.error("--without needs --split")
-    unknown = set((args.without or "").split(",")) - {"", "ready", "stale", "index"}
+    unknown = set((args.without or "").split(",")) - {"", *PARTS}
     if unknown:
-        parser.error(f"--without: {', '.join(sorted(unknown))} is not one of ready, stale, index")
+        parser.error(f"--without: {', '.join(sorted(unknown))} is not one of {', '.join(PARTS)}")
     if args.base and not args.stdio:
         parser.error("--base needs --stdio")
     if args.split and not args.stdio:
