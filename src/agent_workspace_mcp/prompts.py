@@ -7,10 +7,11 @@ them; nothing here depends on elicitation support. Descriptions are given explic
 never as docstrings: FastMCP parses a docstring with griffe, which costs start-up time.
 """
 
+import functools
 from typing import Annotated
 
 from fastmcp import FastMCP
-from fastmcp.prompts import Message
+from fastmcp.prompts import Message, Prompt
 from pydantic import Field
 
 from .core.skills import DEFAULT_SKILLS_DIR
@@ -18,14 +19,22 @@ from .services import Services
 
 
 def register(app: FastMCP, services: Services) -> None:
-    skills_dir = services.skills.skills_dir or DEFAULT_SKILLS_DIR
+    for prompt in _prompts(services.skills.skills_dir or DEFAULT_SKILLS_DIR):
+        app.add_prompt(prompt.model_copy())  # each server owns its components
 
-    @app.prompt(
-        name="resume",
-        title="Resume work in this workspace",
-        description="Recover context (recent activity, notes, the active change) and propose "
-        "a short plan.",
-    )
+    @app.completion
+    def complete(ref, argument, context):
+        # Workspace names for any prompt's `workspace` argument.
+        if getattr(ref, "type", "") == "ref/prompt" and argument.name == "workspace":
+            return [ws.name for ws in services.workspaces if ws.name.startswith(argument.value)]
+        return None
+
+
+@functools.lru_cache(maxsize=8)
+def _prompts(skills_dir: str) -> tuple[Prompt, ...]:
+    """The prompts, built once per skills folder rather than once per server: FastMCP builds
+    each one's argument validators (~1.5 ms a prompt), and test suites build hundreds."""
+
     def resume(
         focus: Annotated[
             str | None, Field(description="What you want to get back to, if known.")
@@ -50,18 +59,6 @@ def register(app: FastMCP, services: Services) -> None:
             )
         ]
 
-    @app.completion
-    def complete(ref, argument, context):
-        # Workspace names for any prompt's `workspace` argument.
-        if getattr(ref, "type", "") == "ref/prompt" and argument.name == "workspace":
-            return [ws.name for ws in services.workspaces if ws.name.startswith(argument.value)]
-        return None
-
-    @app.prompt(
-        name="new_skill",
-        title="Write a new Agent Skill",
-        description="Interview the user (goal, when to use it, steps) and write a valid SKILL.md.",
-    )
     def new_skill(
         goal: Annotated[str | None, Field(description="What the skill should help with.")] = None,
     ) -> list[Message]:
@@ -89,11 +86,6 @@ def register(app: FastMCP, services: Services) -> None:
             )
         ]
 
-    @app.prompt(
-        name="plan_change",
-        title="Plan a change",
-        description="Turn a goal into a tracked change: proposal, then tasks.",
-    )
     def plan_change(
         goal: Annotated[str, Field(description="What the change should achieve.")],
     ) -> list[Message]:
@@ -110,3 +102,26 @@ def register(app: FastMCP, services: Services) -> None:
                 "5. Finish with change_status and show the user the plan and the next action."
             )
         ]
+
+    return (
+        Prompt.from_function(
+            resume,
+            name="resume",
+            title="Resume work in this workspace",
+            description="Recover context (recent activity, notes, the active change) and "
+            "propose a short plan.",
+        ),
+        Prompt.from_function(
+            new_skill,
+            name="new_skill",
+            title="Write a new Agent Skill",
+            description="Interview the user (goal, when to use it, steps) and write a valid "
+            "SKILL.md.",
+        ),
+        Prompt.from_function(
+            plan_change,
+            name="plan_change",
+            title="Plan a change",
+            description="Turn a goal into a tracked change: proposal, then tasks.",
+        ),
+    )

@@ -129,6 +129,20 @@ async def test_skills_dir_override_is_contained(ws: Path, outside: Path) -> None
         )
 
 
+async def test_each_server_s_new_skill_prompt_names_its_own_skills_folder(ws: Path) -> None:
+    """The prompts are built once per skills folder (prompts._prompts): a server with
+    another folder, built after one with the default, must not get the default's text."""
+    seen = {}
+    for folder in (None, "team-skills", None):
+        extra = {"skills_dir": folder} if folder else {}
+        async with open_client(Settings(root=str(ws), **extra)) as client:
+            got = await client.get_prompt("new_skill", {"goal": "g"})
+            seen.setdefault(folder, set()).add(got.messages[0].content.text)
+    assert all(len(texts) == 1 for texts in seen.values())
+    assert "path: team-skills/<name>/SKILL.md" in seen["team-skills"].pop()
+    assert "path: .agents/skills/<name>/SKILL.md" in seen[None].pop()
+
+
 async def test_skills_extension_serves_valid_skills_despite_bad_folders(skills_ws: Path) -> None:
     from fastmcp.skills import SkillsClientExtension
 

@@ -70,8 +70,6 @@ def bind(fn: Callable[..., Any], dependency: Any, *, inline: bool = False) -> Ca
     ~0.1 ms, a tenth of a small read). Over HTTP the loop is shared by every session,
     so a slow disk must not stall the others: there it runs in a worker thread.
     """
-    signature = inspect.signature(fn)
-    arguments = list(signature.parameters.values())[1:]
     if inline:
         threaded = bool(dependency.settings.http)
 
@@ -102,12 +100,30 @@ def bind(fn: Callable[..., Any], dependency: Any, *, inline: bool = False) -> Ca
             return await handoff.run_sync(lambda: run_in_thread(body, dry_run=dry_run))
 
         bound = handoff.threaded(bound_sync)
-    # No return annotation: every tool is registered with output_schema=None, and FastMCP
-    # would still build (and drop) two output schemas per tool from it at start-up.
-    bound.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=arguments, return_annotation=inspect.Signature.empty
-    )
+    bound.__signature__ = _arguments(fn)  # type: ignore[attr-defined]
     return bound
+
+
+# A tool function's arguments by function, worked out once per process rather than once
+# per server: `inspect` takes ~0.1 ms a tool, and test suites build hundreds of servers.
+# A signature is immutable, so every server's wrapper can share it (FastMCP replaces,
+# never edits, a wrapper's signature); a function defined per server is a new key.
+_ARGUMENTS: weakref.WeakKeyDictionary[Callable[..., Any], inspect.Signature] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _arguments(fn: Callable[..., Any]) -> inspect.Signature:
+    found = _ARGUMENTS.get(fn)
+    if found is None:
+        signature = inspect.signature(fn)
+        # No return annotation: every tool is registered with output_schema=None, and
+        # FastMCP would still build (and drop) two output schemas per tool from it.
+        found = _ARGUMENTS[fn] = signature.replace(
+            parameters=list(signature.parameters.values())[1:],
+            return_annotation=inspect.Signature.empty,
+        )
+    return found
 
 
 def one_line_paragraphs(doc: str | None) -> str | None:
