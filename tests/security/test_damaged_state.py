@@ -58,7 +58,7 @@ async def test_a_damaged_symbol_index_still_answers(root: Path, index: str) -> N
 async def test_a_damaged_approvals_file_asks_in_one_sentence(
     root: Path, approvals: str, monkeypatch
 ) -> None:
-    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.06)
     (root / ".workspace-mcp" / "approvals.json").write_text(approvals)
     settings = Settings(
         root=str(root), audit=False, confirm=("destructive",), confirm_via=("console",)

@@ -6,6 +6,7 @@ state object, the same code its page posts to."""
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -39,8 +40,8 @@ def short_waits(monkeypatch) -> None:
 @pytest.fixture
 def unanswered(monkeypatch) -> None:
     # For tests where no one answers while a call waits: each such call returns "Not run
-    # yet" after the whole wait, so it need not be long either.
-    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.2)
+    # yet" after the whole wait, which only has to outlast a poll.
+    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.06)
 
 
 def server(root: Path, **extra):
@@ -98,7 +99,7 @@ async def test_a_client_no_refuses(root: Path, era: str, action: str) -> None:
     assert len(seen) == 1
 
 
-async def test_a_client_that_does_not_answer_leaves_it_pending(root: Path) -> None:
+async def test_a_client_that_does_not_answer_leaves_it_pending(root: Path, unanswered) -> None:
     seen: list[str] = []
     async with Client(server(root), mode="legacy", elicitation_handler=answering(None, seen)) as c:
         answer = await ok(c, "delete_path", path="a.txt")
@@ -113,12 +114,13 @@ async def test_a_client_that_never_retries_is_refused_after_the_timeout(root: Pa
     seen: list[str] = []
     state = console(root)
     async with Client(
-        server(root, confirm_timeout=1.0), elicitation_handler=answering(None, seen)
+        server(root, confirm_timeout=0.5), elicitation_handler=answering(None, seen)
     ) as c:
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(c.call_tool("delete_path", {"path": "a.txt"}), 0.5)
+        asking = asyncio.create_task(c.call_tool("delete_path", {"path": "a.txt"}))
         record = await _pending(state, "delete_path")
-        await asyncio.sleep(1.1)
+        await _until(lambda: seen)  # the client was asked, and it walks away
+        asking.cancel()
+        await _past(record["expires"])
         assert "expired with no answer" in await ok(c, "approval_status", id=record["id"])
     assert (root / "a.txt").exists() and len(seen) == 1
 
@@ -160,10 +162,10 @@ async def test_an_approval_is_for_those_arguments_once(root: Path, unanswered: N
 
 async def test_no_answer_within_the_timeout_refuses(root: Path, unanswered: None) -> None:
     state = console(root)
-    async with Client(server(root, confirm_via=("console",), confirm_timeout=0.5)) as client:
+    async with Client(server(root, confirm_via=("console",), confirm_timeout=0.4)) as client:
         first = await ok(client, "delete_path", path="a.txt")
         approval = first.split("approval_status('", 1)[1].split("'", 1)[0]
-        await asyncio.sleep(0.6)  # past the timeout, which is the behaviour under test
+        await _past(next(r for r in state.approvals() if r["id"] == approval)["expires"])
         assert "expired with no answer" in await ok(client, "approval_status", id=approval)
         with pytest.raises(Exception, match="already expired"):
             state.decide(None, approval, approve=True)
@@ -198,7 +200,7 @@ async def test_what_the_person_sees_is_the_diff_or_the_command(
     assert (root / "a.txt").read_text() == "alpha\n"  # previews wrote nothing
 
 
-async def test_confirm_paths_and_other_subjects(root: Path) -> None:
+async def test_confirm_paths_and_other_subjects(root: Path, unanswered: None) -> None:
     (root / "migrations").mkdir()
     state = console(root)
     async with Client(
@@ -228,6 +230,19 @@ def test_a_confirm_no_one_can_answer_is_a_configuration_error(root, values, says
         create_server(settings)
 
 
+async def _until(condition, timeout: float = 10.0) -> None:
+    async def poll() -> None:
+        while not condition():
+            await asyncio.sleep(0.01)
+
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def _past(expires: float) -> None:
+    """Sleep until an approval's expiry has passed: the behaviour under test."""
+    await asyncio.sleep(max(0.0, float(expires) - time.time()) + 0.05)
+
+
 async def _pending(state: ConsoleState, tool: str) -> dict:
     for _ in range(200):
         found = [r for r in state.approvals() if r["tool"] == tool and r["status"] == "pending"]
@@ -237,7 +252,7 @@ async def _pending(state: ConsoleState, tool: str) -> dict:
     raise AssertionError(f"no pending approval for {tool}")
 
 
-async def test_an_unanswered_client_prompt_is_said_so(root: Path) -> None:
+async def test_an_unanswered_client_prompt_is_said_so(root: Path, unanswered: None) -> None:
     """Issue 43, item 24: after a client's elicitation went unanswered under
     `--confirm-via client`, the refusal said "this client declares no elicitation"."""
     seen: list[str] = []

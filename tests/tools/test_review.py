@@ -73,7 +73,7 @@ async def test_review_needs_something_to_review_on_a_sessionless_call(tmp_path: 
 async def test_the_panel_lists_this_sessions_waiting_approvals(tmp_path: Path, monkeypatch) -> None:
     from agent_workspace_mcp.core import limits
 
-    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(limits, "CONFIRM_WAIT_SECONDS", 0.06)
     (tmp_path / "a.txt").write_text("x\n")
     settings = Settings(root=str(tmp_path), audit=False, confirm=("destructive",))
     async with Client(create_server(settings)) as client:
