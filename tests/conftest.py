@@ -10,13 +10,16 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core import features
 from tests.helpers import CI_REQUIRED
+
+if TYPE_CHECKING:  # imported where used: pytest's controller process never needs it (2 s)
+    from fastmcp import Client
 
 # tests/test_portable.py re-runs the containment and process tests with every Linux-only
 # feature forced off, so the macOS fallbacks run here too.
@@ -51,6 +54,8 @@ def outside(tmp_path: Path) -> Path:
 
 @asynccontextmanager
 async def open_client(settings: Settings) -> AsyncIterator[Client]:
+    from fastmcp import Client
+
     async with Client(create_server(settings)) as client:
         yield client
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fastmcp import Client
+if TYPE_CHECKING:  # FastMCP's client costs pytest's controller 2 s it does not need
+    from fastmcp import Client
 
 
 class Answer:
