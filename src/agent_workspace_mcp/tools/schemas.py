@@ -63,6 +63,8 @@ _digests: weakref.WeakKeyDictionary[Callable[..., Any], tuple[inspect.Signature,
 def _digest(fn: Callable[..., Any]) -> str:
     signature = inspect.signature(fn)
     origin = getattr(fn, "__wrapped__", None)
+    if not inspect.isfunction(origin):  # only plain functions are weakly referable keys
+        origin = None
     kept = _digests.get(origin) if origin is not None else None
     if kept is not None and kept[0] is signature:
         return kept[1]
