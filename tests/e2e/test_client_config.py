@@ -3,6 +3,9 @@ a command that really starts the server (issue 14)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import io
 import json
 import os
 import shlex
@@ -15,6 +18,7 @@ import anyio
 import pytest
 
 from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.cli import main
 
 CLI = [sys.executable, "-m", "agent_workspace_mcp"]
 
@@ -42,15 +46,9 @@ def command_of(client: str, text: str, name: str = "agent-workspace") -> list[st
 )
 def test_each_snippet_parses_and_starts_the_server(tmp_path: Path, client: str) -> None:
     (tmp_path / "proj").mkdir()
-    out = subprocess.run(
-        [*CLI, "config", client, "proj", "--read-only"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_config(client, "proj", "--read-only", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    argv = command_of(client, out.stdout)
+    argv = command_of(client, out.stdout.decode())
     assert Path(argv[0]).is_absolute() and Path(argv[0]).exists()
     assert argv[-3:] == ["--root", str(tmp_path / "proj"), "--read-only"]
     # Started from anywhere (stdin closed at once), it serves and stops cleanly.
@@ -118,7 +116,21 @@ def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
 
 
 def run_config(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, "config", *args], cwd=cwd, capture_output=True, timeout=60)
+    """`config` run in this process, as its own process would run it (what it prints,
+    its exit code): it starts nothing and reads no environment, so the ~60 calls here
+    need not pay an interpreter each. The snippets' commands are still started for
+    real (test_each_snippet_parses_and_starts_the_server), and so is one refusal
+    (test_config_refuses_what_would_not_start_and_keeps_secrets_out)."""
+    out, err = io.StringIO(), io.StringIO()
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(["config", *args])
+    finally:
+        os.chdir(before)
+    encode = functools.partial(str.encode, encoding="utf-8", errors="surrogateescape")
+    return subprocess.CompletedProcess(args, code, encode(out.getvalue()), encode(err.getvalue()))
 
 
 def test_config_paths_are_absolute_quoted_or_refused(tmp_path: Path) -> None:
