@@ -14,7 +14,7 @@ from typing import Any
 from .core import containment, limits
 from .core.echo import echo
 from .core.errors import WorkspaceError
-from .core.workspaces import Workspace
+from .core.workspaces import Subpath, Workspace
 
 # The header that confines an HTTP session (or one sessionless request) to a directory.
 SUBPATH_HEADER = "x-workspace-subpath"
@@ -61,7 +61,7 @@ def subject_of_token(token: Any) -> str | None:
     return getattr(token, "subject", None) or getattr(token, "client_id", None) or None
 
 
-def parse_subpath(primary: Workspace, raw: str) -> containment.Subpath:
+def parse_subpath(primary: Workspace, raw: str) -> Subpath:
     """The header's directory below the primary root, resolved once by the containment
     walk; a bad one is a WorkspaceError naming the header."""
     try:
