@@ -115,6 +115,23 @@ def test_check_passes_and_fails_with_the_reason(tmp_path: Path) -> None:
     assert "ok  read_file: nothing to read (no files in the workspace)" in empty.stdout
 
 
+def test_check_fails_at_the_step_with_the_servers_last_lines(capsys) -> None:
+    """A server that stops before answering: exit 1, the step that failed, and the last
+    lines of its stderr, where the reason usually is (at most CHECK_LOG_LINES)."""
+    from agent_workspace_mcp.check import _check
+    from agent_workspace_mcp.core.limits import CHECK_LOG_LINES
+
+    said = "".join(f"line {n}\\n" for n in range(CHECK_LOG_LINES + 5)) + "the reason\\n"
+    stops = [sys.executable, "-c", f"import sys; sys.stderr.write('{said}'); sys.exit(3)"]
+    assert anyio.run(_check, stops, []) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("FAIL start and initialize: ")
+    assert lines[1:] == [
+        *(f"    server: line {n}" for n in range(6, CHECK_LOG_LINES + 5)),
+        "    server: the reason",
+    ]
+
+
 def run_config(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     """`config` run in this process, as its own process would run it (what it prints,
     its exit code): it starts nothing and reads no environment, so the ~60 calls here
