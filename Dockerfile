@@ -11,11 +11,18 @@ ARG BASE=python:3.12-slim
 FROM ${BASE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/venv
-COPY pyproject.toml README.md LICENSE /src/
+# The dependencies in a layer of their own, keyed on pyproject.toml alone: a rebuild after
+# a change to the source reuses it and installs only the package (seconds, not minutes).
+COPY pyproject.toml /src/
+RUN --mount=type=secret,id=ca_bundle,required=false \
+    if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi; \
+    python -c "import tomllib; print('\n'.join(tomllib.load(open('/src/pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+    && /opt/venv/bin/pip install -r /tmp/requirements.txt
+COPY README.md LICENSE /src/
 COPY src /src/src
 RUN --mount=type=secret,id=ca_bundle,required=false \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi; \
-    /opt/venv/bin/pip install /src
+    /opt/venv/bin/pip install --no-deps /src
 
 FROM ${BASE}
 # git for the read-only git tools; bubblewrap for --sandbox bwrap where the runtime
