@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,17 +72,38 @@ def kept(cache: Path) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.exists() else []
 
 
-@pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("startup") / "ws"
     root.mkdir()
     (root / "a.txt").write_text("alpha\n")
     return root
 
 
-def test_early_answers_are_the_servers_own_byte_for_byte(ws: Path, tmp_path: Path) -> None:
-    cache = tmp_path / "cache"
-    first, _ = session(ws, cache)  # nothing kept yet: the server answers and keeps
+@pytest.fixture(scope="module")
+def first_start(ws: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[bytes], Path]:
+    """The answers of a first start (nothing kept yet: the server answers and keeps), and
+    the cache it left: started once for the module, each test gets a copy to spoil."""
+    cache = tmp_path_factory.mktemp("first") / "cache"
+    answers, _ = session(ws, cache)
+    return answers, cache
+
+
+@pytest.fixture
+def cache(first_start: tuple[list[bytes], Path], tmp_path: Path) -> Path:
+    copy = tmp_path / "cache"
+    shutil.copytree(first_start[1], copy)
+    return copy
+
+
+@pytest.fixture
+def first(first_start: tuple[list[bytes], Path]) -> list[bytes]:
+    return first_start[0]
+
+
+def test_early_answers_are_the_servers_own_byte_for_byte(
+    ws: Path, cache: Path, first: list[bytes]
+) -> None:
     assert len(kept(cache)) == 2  # initialize and tools/list
     early, log = session(ws, cache)  # answered from what was kept, then checked
     plain, _ = session(ws, cache, "--no-startup-cache")
@@ -94,11 +116,11 @@ def test_early_answers_are_the_servers_own_byte_for_byte(ws: Path, tmp_path: Pat
     assert len(json.loads(by_id(early)["list"])["result"]["tools"]) > 20
 
 
-def test_a_kept_answer_that_differs_is_caught_and_replaced(ws: Path, tmp_path: Path) -> None:
+def test_a_kept_answer_that_differs_is_caught_and_replaced(
+    ws: Path, cache: Path, first: list[bytes]
+) -> None:
     """Something the key missed (here: the files edited by hand): the client gets what
     was kept, the server says so, keeps its own, and tells the client the tools changed."""
-    cache = tmp_path / "cache"
-    first, _ = session(ws, cache)
     for path in kept(cache):
         path.write_bytes(path.read_bytes().replace(b"read_file", b"read_fil3"))
     early, log = session(ws, cache)
@@ -110,7 +132,9 @@ def test_a_kept_answer_that_differs_is_caught_and_replaced(ws: Path, tmp_path: P
     assert by_id(again)["list"] == by_id(first)["list"] and "differed" not in log
 
 
-def test_an_agent_cannot_plant_answers(ws: Path, tmp_path: Path) -> None:
+def test_an_agent_cannot_plant_answers(
+    ws: Path, cache: Path, first: list[bytes], tmp_path: Path
+) -> None:
     """Inside a root (where file tools write) the cache is never used; elsewhere a file
     others may write, or a link, is never read."""
     inside = ws / ".cache"
@@ -118,8 +142,6 @@ def test_an_agent_cannot_plant_answers(ws: Path, tmp_path: Path) -> None:
     session(ws, inside)
     assert kept(inside) == []
 
-    cache = tmp_path / "cache"
-    first, _ = session(ws, cache)
     files = kept(cache)
     for path in files:
         path.write_bytes(path.read_bytes().replace(b"read_file", b"read_fil3"))
@@ -135,13 +157,13 @@ def test_an_agent_cannot_plant_answers(ws: Path, tmp_path: Path) -> None:
     assert b"read_fil3" in target.read_bytes()  # and the link's target never written
 
 
-def test_a_fifo_planted_as_an_entry_never_blocks_the_start(ws: Path, tmp_path: Path) -> None:
+def test_a_fifo_planted_as_an_entry_never_blocks_the_start(
+    ws: Path, cache: Path, first: list[bytes]
+) -> None:
     """Issue 43, item 19: a FIFO in place of a kept answer: the open blocked before the
     type check, so the server printed its ready line and never answered initialize."""
     import selectors
 
-    cache = tmp_path / "cache"
-    first, _ = session(ws, cache)
     for path in kept(cache):
         path.unlink()
         os.mkfifo(path, 0o600)
