@@ -226,6 +226,9 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
         ),
         version=package_version(),
         lifespan=lifespan,
+        # Our schemas come with every $ref inlined already (tools/schemas.py), so FastMCP
+        # need not walk and rewrite them on every tools/list.
+        dereference_schemas=False,
         # Outermost first: the audit and the journal see the final outcome, including the
         # one sentence the error layer made of a failure (what the agent saw). One
         # FastMCP layer for all of them (see middleware/pipeline.py).

@@ -3,6 +3,7 @@ FastMCP would build, and the shipped table is current."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,25 @@ async def test_same_server_with_and_without_the_table(
     monkeypatch.setattr(schemas, "_table", {})  # every tool built by FastMCP alone
     assert await _surface(argv, tmp_path) == with_table
     assert with_table[0]
+
+
+async def test_listed_schemas_have_every_definition_inline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients that cannot resolve a `$ref` (VS Code Copilot) still get whole schemas, now
+    that FastMCP no longer inlines them on each list: from the table, or built at start."""
+    monkeypatch.chdir(tmp_path)
+    listed = set()
+    for table in (None, {}):  # the shipped table, then none: every tool built by FastMCP
+        if table is not None:
+            monkeypatch.setattr(schemas, "_table", table)
+        for argv in schemagen.GENERATED_FROM:
+            _, wire = await _surface(argv, tmp_path)
+            text = json.dumps([tool["input_schema"] for tool in wire])
+            assert "$ref" not in text and "$defs" not in text, argv
+            listed |= {tool["name"] for tool in wire}
+    # The tools whose arguments are models (pydantic writes those as $defs and $ref).
+    assert {"patch", "task_update", "edit"} <= listed
 
 
 async def test_ready_made_tools_still_validate_and_run(

@@ -10,6 +10,11 @@ of its signature; registration reads them. A tool whose signature changed (or wh
 signature depends on settings) misses and is built the usual way, correctly, only
 slower; a test fails while the file is stale.
 
+Every `$ref` is inlined here, once, as FastMCP's `dereference_schemas` would do on
+every tools/list (for clients that cannot resolve one, e.g. VS Code Copilot): the
+server turns that off (server.py), since walking and rewriting the schemas on each
+list was a third of answering it.
+
 Regenerate after changing a tool's arguments (schemagen.py):
     python -m agent_workspace_mcp.schemagen --write
 """
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fastmcp.tools.function_tool import FunctionTool
+from fastmcp.utilities.json_schema import dereference_refs
 from fastmcp.utilities.tasks import TaskConfig
 from mcp_types import ToolAnnotations
 
@@ -112,6 +118,7 @@ def function_tool(
             tags=tags,
             output_schema=None,
         )
+        tool.parameters = inlined(tool.parameters)
         if _recording is not None:
             injects = _digest(fn) != digest
             _recording[_key(fn)] = [digest, tool.parameters, injects]
@@ -134,6 +141,14 @@ def function_tool(
         tags=tags,
         task_config=TaskConfig(mode="forbidden"),
     )
+
+
+def inlined(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with every local `$ref` replaced by its definition, by the function
+    FastMCP's own dereferencing uses (so clients see what they saw before)."""
+    if "$defs" in schema or '"$ref"' in json.dumps(schema):
+        return dereference_refs(schema)
+    return schema
 
 
 def table_names() -> set[str]:
