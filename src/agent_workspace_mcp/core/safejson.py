@@ -25,9 +25,17 @@ def _constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
+# Made once: json.loads builds a decoder per call when given any hook (a third of parsing
+# a short journal line), and sniffs the encoding of bytes, which we always write as UTF-8.
+_DECODER = json.JSONDecoder(parse_float=_number, parse_constant=_constant)
+
+
 def loads(data: str | bytes) -> Any:
-    """Parsed JSON; ValueError for anything malformed, too deep or not finite."""
+    """Parsed JSON; ValueError for anything malformed, too deep or not finite (bytes are
+    read as UTF-8, as json.loads reads them: lone surrogates pass)."""
     try:
-        return json.loads(data, parse_float=_number, parse_constant=_constant)
+        if isinstance(data, (bytes, bytearray)):
+            data = data.decode("utf-8", "surrogatepass")
+        return _DECODER.decode(data)
     except RecursionError:
         raise ValueError("nested too deeply") from None

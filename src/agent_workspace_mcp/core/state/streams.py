@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import safejson
@@ -18,6 +18,18 @@ from ..workspaces import Workspace
 from .files import Held, existing, locate_state, open_held, open_state, read_state
 from .locks import state_lock
 from .records import dumps
+
+
+def _newest_first(lines: list[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records among a window's lines, newest first, each parsed when reached; a line
+    that is not a JSON object (damaged, planted) is skipped, as by every reader."""
+    for at, raw in reversed(lines):
+        try:
+            record = safejson.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            yield at, record
 
 
 class JsonlStream:
@@ -61,10 +73,11 @@ class JsonlStream:
             os.rename(current, rotated, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         return size
 
-    def _window(self, name: str, end: int | None) -> tuple[list[tuple[int, dict[str, Any]]], int]:
-        """(offset, record) pairs in the STATE_READ_BYTES before offset `end` (None: the
-        file's end), oldest first, and the offset where the first whole line starts (0:
-        the file's start was reached)."""
+    def _window(self, name: str, end: int | None) -> tuple[list[tuple[int, bytes]], int]:
+        """(offset, line) pairs of the lines with text in the STATE_READ_BYTES before offset
+        `end` (None: the file's end), oldest first, and the offset where the first whole
+        line starts (0: the file's start was reached). Parsed by `_newest_first` as far as
+        the reader goes: a page of 50 parses 50 lines, not the window's thousands."""
         try:
             with existing(self.ws, name) as loc:
                 if loc is None:
@@ -88,19 +101,13 @@ class JsonlStream:
             lines = lines[1:]  # the first line was cut by the read window
             # It is read whole by the next window; one longer than a window is skipped.
             start = start + len(cut) + 1 if lines else window_start
-        records = []
+        kept = []
         offset = start
         for raw in lines:
             at, offset = offset, offset + len(raw) + 1
-            if not raw.strip():
-                continue
-            try:
-                record = safejson.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(record, dict):
-                records.append((at, record))
-        return records, start
+            if raw.strip():
+                kept.append((at, raw))
+        return kept, start
 
     def newest(
         self,
@@ -119,8 +126,8 @@ class JsonlStream:
         for name in (self.current, self.rotated):
             end: int | None = None
             while True:
-                records, start = self._window(name, end)
-                for _, record in reversed(records):
+                lines, start = self._window(name, end)
+                for _, record in _newest_first(lines):
                     if keep(record):
                         found.append(record)
                         if len(found) >= limit:
@@ -144,8 +151,8 @@ class JsonlStream:
         found: list[dict[str, Any]] = []
         cursor = before
         while True:
-            records, start = self._window(self.current, cursor)
-            for at, record in reversed(records):
+            lines, start = self._window(self.current, cursor)
+            for at, record in _newest_first(lines):
                 if keep(record):
                     found.append(record)
                     if len(found) == limit:
