@@ -242,23 +242,24 @@ class PathLocks:
     def hold(self, ws: Workspace, keys: Iterable[str]) -> Iterator[None]:
         """Hold every path of `keys` (resolved absolute paths) in `ws`, in sorted order."""
         ordered = sorted(set(keys))
-        taken: list[str] = []
-        acquired: list[str] = []
+        taken = acquired = 0  # the first `taken` keys are referenced, `acquired` locked
         try:
             for key in ordered:
                 lock = self._ref(key)
-                taken.append(key)
+                taken += 1
                 if not lock.acquire(timeout=limits.STATE_LOCK_WAIT_SECONDS):
                     raise PathBusyError(
                         f"another call of this server has been changing this file for over "
                         f"{limits.STATE_LOCK_WAIT_SECONDS:g} s; retry when it is done"
                     )
-                acquired.append(key)
+                acquired += 1
             with self._across_processes(ws, ordered):
                 yield
         finally:
-            for key in reversed(taken):
-                if key in acquired:
+            # Counts, not a list searched per key: an undo of 20,000 paths spent 4.2 s here.
+            for at in range(taken - 1, -1, -1):
+                key = ordered[at]
+                if at < acquired:
                     self._locks[key][0].release()
                 self._unref(key)
 
