@@ -13,10 +13,12 @@ costs where it runs, without the client, the protocol or the thread trip, so a g
 between two servers can be placed inside the body or around it.
 
 `--without` switches parts of our write's bookkeeping off in this process, to bound what
-merging them into the others could save at most (as `bench/writes.py --bound` does for
-all of them; never a setting, the server has no way to run like this): `ready` the state
-check before the body, `stale` the stale-read records of what was written, `index` the
-checkpoint's index line (its objects are still stored).
+merging them into the others, or moving them out of the write's path, could save at most
+(as `bench/writes.py --bound` does for all of them; never a setting, the server has no
+way to run like this): `ready` the state check before the body, `stale` the stale-read
+records of what was written, `index` the checkpoint's index line (its objects are still
+stored), `diff` the diff in the answer (issue 44), `journal` the journal entry and the
+checkpoint line written with it (what a write would leave until after its answer).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 TIMES: dict[str, list[float]] = {"wall_ms": [], "cpu_ms": []}
-PARTS = ("ready", "stale", "index")  # what `--without` can switch off
+PARTS = ("ready", "stale", "index", "diff", "journal")  # what `--without` can switch off
 
 
 def timed(body: Callable[[], Any]) -> Any:
@@ -44,7 +46,9 @@ def timed(body: Callable[[], Any]) -> Any:
 def switched_off(parts: list[str]) -> None:
     from agent_workspace_mcp.core.checkpoints.store import Store
     from agent_workspace_mcp.core.state import stale_reads
+    from agent_workspace_mcp.core.state.journal import calls
     from agent_workspace_mcp.middleware.journal import JournalMiddleware
+    from agent_workspace_mcp.tools import files
 
     def nothing(*_args: object, **_kwargs: object) -> None:
         return None
@@ -56,6 +60,10 @@ def switched_off(parts: list[str]) -> None:
             stale_reads.wrote = nothing
         elif part == "index":
             Store.append = nothing  # type: ignore[method-assign]
+        elif part == "diff":
+            files._write_diff = lambda *_args: ""
+        elif part == "journal":
+            calls.write = nothing
         else:
             raise SystemExit(f"--without: {part!r} is not one of {', '.join(PARTS)}")
 

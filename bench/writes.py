@@ -53,7 +53,9 @@ trip, middleware).
 
 `--stdio --split --without ready,stale,index` also switches those parts of our write
 off in our server (bench/timed_server.py says which is what): an upper bound on what
-merging them into the other records could save.
+merging them into the other records could save. `--without diff,journal` bounds what
+moving work out of the write's path would save (the answer's diff only on request, the
+journal entry and checkpoint line after the answer).
 
 `--in-process` measures the same writes without a client, protocol or thread trip,
 each wrapped as the journal middleware wraps it (far steadier than through a client,
