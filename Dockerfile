@@ -8,21 +8,28 @@
 # Only the package registries are reached (Debian's and PyPI); nothing else is downloaded.
 ARG BASE=python:3.12-slim
 
-FROM ${BASE} AS build
+FROM ${BASE} AS deps
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/venv
-# The dependencies in a layer of their own, keyed on pyproject.toml alone: a rebuild after
-# a change to the source reuses it and installs only the package (seconds, not minutes).
+# The dependencies in a stage of their own, keyed on pyproject.toml alone: a rebuild after
+# a change to the source reuses it, here and as the runtime stage's venv layer.
 COPY pyproject.toml /src/
 RUN --mount=type=secret,id=ca_bundle,required=false \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi; \
     python -c "import tomllib; print('\n'.join(tomllib.load(open('/src/pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
     && /opt/venv/bin/pip install -r /tmp/requirements.txt
-COPY README.md LICENSE /src/
-COPY src /src/src
+
+FROM deps AS build
+# The build backend (pyproject's build-system) in a layer of its own too, so the wheel
+# is built without fetching it again on every source change.
 RUN --mount=type=secret,id=ca_bundle,required=false \
     if [ -s /run/secrets/ca_bundle ]; then export PIP_CERT=/run/secrets/ca_bundle; fi; \
-    /opt/venv/bin/pip install --no-deps /src
+    python -m venv /opt/backend \
+    && python -c "import tomllib; print('\n'.join(tomllib.load(open('/src/pyproject.toml', 'rb'))['build-system']['requires']))" > /tmp/backend.txt \
+    && /opt/backend/bin/pip install -r /tmp/backend.txt
+COPY README.md LICENSE /src/
+COPY src /src/src
+RUN /opt/backend/bin/pip wheel --no-deps --no-build-isolation --wheel-dir /wheels /src
 
 FROM ${BASE}
 # git for the read-only git tools; bubblewrap for --sandbox bwrap where the runtime
@@ -34,7 +41,14 @@ RUN apt-get update \
     && useradd --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin mcp \
     && mkdir -p /workspace \
     && chown 10001:10001 /workspace
-COPY --from=build /opt/venv /opt/venv
+# The dependencies' venv is a layer of its own (reused while pyproject.toml is unchanged);
+# the package goes on top as a wheel. COPY, not a bind mount: a mounted wheel does not
+# invalidate the RUN's cache in every builder (buildah kept the old package).
+COPY --from=deps /opt/venv /opt/venv
+COPY --from=build /wheels /tmp/wheels
+RUN PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
+    /opt/venv/bin/pip install --no-deps /tmp/wheels/*.whl \
+    && rm -rf /tmp/wheels
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
