@@ -27,6 +27,7 @@ import pytest
 
 from tests.e2e.http_server import free_port
 from tests.e2e.npm import installed
+from tests.helpers import INIT
 
 pytestmark = pytest.mark.slow
 
@@ -159,18 +160,11 @@ def claude_mcp_get(project: Path, env: dict[str, str], entry: str) -> subprocess
 def started_once(argv: list[str], env: dict[str, str], cwd: Path) -> None:
     """A stdio server started, asked initialize and tools/list, and stopped once both are
     answered (stdin open until then, as a client keeps it)."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "warm-up", "version": "1"},
-        },
-    }
-    frames = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    frames.append({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    frames = [
+        INIT,
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
     proc = subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
