@@ -8,6 +8,7 @@ and CA certificates, then `podman import`. It is built once and reused.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,6 +34,34 @@ def run(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProces
         f"{' '.join(argv[:6])}...: {done.stdout[-2000:]}{done.stderr[-3000:]}"
     )
     return done
+
+
+def build(tag: str, context: Path, *args: str, timeout: float) -> None:
+    """`podman build -t tag`, then what earlier builds of `tag` left behind removed.
+
+    Every build of changed sources leaves its superseded stages as untagged images (about
+    1 GB a run here), which nothing removes. Each build labels all it makes with `tag`;
+    afterwards the labelled images this build neither made nor used as its cache go, so
+    the next build is as quick and nothing else on the machine is touched. One in use
+    (by a container, or as another image's parent) stays: `podman rmi` refuses it.
+    """
+    label = f"org.agent-workspace-mcp.test-build={tag}"
+    done = run(
+        [*PODMAN, "build", "--label", label, *args, "-t", tag, str(context)], timeout=timeout
+    )
+    # Each step ends with "--> <id>" (made) or "--> Using cache <id>" (reused).
+    used = re.findall(r"^--> (?:Using cache )?([0-9a-f]{11,64})$", done.stdout + done.stderr, re.M)
+    listed = run(
+        [*PODMAN, "images", "--all", "--quiet", "--no-trunc", "--filter", f"label={label}"],
+        timeout=60,
+    )
+    stale = [
+        image
+        for image in listed.stdout.split()
+        if not any(image.removeprefix("sha256:").startswith(short) for short in used)
+    ]
+    if stale:
+        subprocess.run([*PODMAN, "rmi", *stale], capture_output=True, timeout=300)
 
 
 def mirror() -> str:

@@ -27,6 +27,7 @@ from tests.e2e.podman import (
     PODMAN_MISSING,
     REPO,
     ULIMITS,
+    build,
     ca_bundle,
     ensure_base,
     run,
@@ -42,22 +43,17 @@ pytestmark = requires(PODMAN_MISSING)
 @pytest.fixture(scope="module")
 def image(tmp_path_factory: pytest.TempPathFactory) -> str:
     ensure_base(tmp_path_factory.mktemp("base"))
-    run(
-        [
-            *PODMAN,
-            "build",
-            "--format",
-            "docker",
-            "--network",
-            "host",
-            "--build-arg",
-            f"BASE={BASE}",
-            "--secret",
-            f"id=ca_bundle,src={ca_bundle()}",
-            "-t",
-            IMAGE,
-            str(REPO),
-        ],
+    build(
+        IMAGE,
+        REPO,
+        "--format",
+        "docker",
+        "--network",
+        "host",
+        "--build-arg",
+        f"BASE={BASE}",
+        "--secret",
+        f"id=ca_bundle,src={ca_bundle()}",
         timeout=1800,
     )
     return IMAGE
