@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from fastmcp import FastMCP
 
 from . import prompts
+from .app import WorkspaceApp
 from .configuration import PROG, package_version, preflight
 from .core import limits
 from .core.audit import AuditLog
@@ -215,7 +216,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
 
         gate = ApprovalGate(services)
         services.approvals = gate.approvals
-    app = FastMCP(
+    app = WorkspaceApp(
         PROG,
         auth=auth,
         request_state_security=_request_state_security(settings, services),
