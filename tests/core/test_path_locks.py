@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent_workspace_mcp.core import limits
-from agent_workspace_mcp.core.state.locks import PathBusyError, PathLocks
+from agent_workspace_mcp.core.state.locks import PathBusyError, PathLocks, stripe
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 
 
@@ -19,7 +19,15 @@ def test_a_busy_path_gives_back_every_lock_taken_before_it(
     monkeypatch.setattr(limits, "STATE_LOCK_WAIT_SECONDS", 0.2)
     ws = WorkspaceRegistry.confined(str(tmp_path), (), allow_git_writes=False).primary
     locks = PathLocks()
-    paths = [str(tmp_path / name) for name in ("a", "b", "c", "d")]
+    # Four paths on four lock stripes (paths sharing one wait for each other across
+    # processes, by design): with "a".."d" under some temp folders, b and c shared one.
+    paths: list[str] = []
+    for n in range(100):
+        path = str(tmp_path / f"{len(paths)}-{n}")
+        if stripe(path) not in {stripe(p) for p in paths}:
+            paths.append(path)
+        if len(paths) == 4:
+            break
     holding, release = threading.Event(), threading.Event()
 
     def hold_c() -> None:
@@ -32,7 +40,7 @@ def test_a_busy_path_gives_back_every_lock_taken_before_it(
     try:
         assert holding.wait(10)
         with pytest.raises(PathBusyError), locks.hold(ws, reversed(paths)):
-            pass  # a and b are taken (sorted order), c is busy, d is never reached
+            pass  # the first two are taken (sorted order), the third is busy
         assert len(locks) == 1  # only the other call's c is still referenced
         with locks.hold(ws, paths[:2] + paths[3:]):  # a, b and d are free again at once
             assert len(locks) == 4

@@ -180,6 +180,12 @@ class PathBusyError(WorkspaceError):
     """A path lock stayed held past its bound."""
 
 
+def stripe(key: str) -> int:
+    """Which of the LOCK_STRIPES lock files a path's cross-process lock takes (paths that
+    share one wait for each other, as two calls on one path do)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest()) % LOCK_STRIPES
+
+
 class PathLocks:
     """Per-path locks for one server: a thread lock per resolved path, and an flock on one
     of LOCK_STRIPES files in the workspace's own state directory, so every process that
@@ -198,17 +204,12 @@ class PathLocks:
     @contextmanager
     def _across_processes(self, ws: Workspace, keys: list[str]) -> Iterator[None]:
         home = ws.anchor or ws  # a subpath session shares its workspace's stripes
-        stripes = sorted(
-            {
-                int.from_bytes(hashlib.blake2b(k.encode(), digest_size=4).digest()) % LOCK_STRIPES
-                for k in keys
-            }
-        )
+        stripes = sorted({stripe(k) for k in keys})
         fds: list[int] = []
         try:
             ensure_state_dir(home)
-            for stripe in stripes:
-                fd = _lock_file(home, "locks", f"path-{stripe:03d}.lock")
+            for number in stripes:
+                fd = _lock_file(home, "locks", f"path-{number:03d}.lock")
                 fds.append(fd)
                 try:
                     flock_bounded(fd)
