@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,6 +87,29 @@ INIT = {
         "clientInfo": {"name": "raw", "version": "0"},
     },
 }
+
+
+def raw_stdio_session(
+    argv: list[str], requests: list[tuple[str, dict]], **popen: object
+) -> dict[int, dict]:
+    """A stdio server driven as a fast client drives it: `initialize`, then `requests`
+    (method and params, ids 2, 3, ...) written at once, stdin kept open until each is
+    answered, then closed; the server must exit 0. The answers, by id."""
+    frames = [INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"}] + [
+        {"jsonrpc": "2.0", "id": n, "method": method, "params": params}
+        for n, (method, params) in enumerate(requests, start=2)
+    ]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, **popen)  # type: ignore[call-overload]
+    assert proc.stdin and proc.stdout
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in frames))
+    proc.stdin.flush()
+    answered: dict[int, dict] = {}
+    while len(answered) < len(requests) + 1 and (line := proc.stdout.readline()):
+        answer = json.loads(line)
+        answered[answer.get("id")] = answer
+    proc.stdin.close()
+    assert proc.wait(timeout=60) == 0
+    return answered
 
 
 def pid_alive(pid: int) -> bool:

@@ -11,6 +11,7 @@ makes FastMCP's own, as it would have. `tests/test_app.py` holds both halves.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 from typing import Any
 
 from fastmcp import FastMCP
@@ -38,10 +39,6 @@ class WorkspaceApp(FastMCP):
     """FastMCP, its session-state store made on first write. Only for a server made
     without `session_state_store=` (FastMCP's in-memory default, empty at start)."""
 
-    @property
-    def _state_store(self) -> Any:
-        lazy = self.__dict__.get("_awm_state_store")
-        if lazy is None:
-            lazy = _MadeOnFirstWrite(lambda: FastMCP._state_store.fget(self))  # type: ignore[attr-defined]
-            self.__dict__["_awm_state_store"] = lazy
-        return lazy
+    @cached_property
+    def _state_store(self) -> Any:  # FastMCP's is a property making the store on first read
+        return _MadeOnFirstWrite(lambda: FastMCP._state_store.fget(self))  # type: ignore[attr-defined]

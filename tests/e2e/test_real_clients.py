@@ -27,7 +27,7 @@ import pytest
 
 from tests.e2e.http_server import free_port
 from tests.e2e.npm import installed
-from tests.helpers import INIT
+from tests.helpers import raw_stdio_session
 
 pytestmark = pytest.mark.slow
 
@@ -160,27 +160,7 @@ def claude_mcp_get(project: Path, env: dict[str, str], entry: str) -> subprocess
 def started_once(argv: list[str], env: dict[str, str], cwd: Path) -> None:
     """A stdio server started, asked initialize and tools/list, and stopped once both are
     answered (stdin open until then, as a client keeps it)."""
-    frames = [
-        INIT,
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-    ]
-    proc = subprocess.Popen(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env=env,
-        cwd=cwd,
-    )
-    assert proc.stdin and proc.stdout
-    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in frames))
-    proc.stdin.flush()
-    while line := proc.stdout.readline():
-        if json.loads(line).get("id") == 2:
-            break
-    proc.stdin.close()
-    assert proc.wait(timeout=60) == 0
+    raw_stdio_session(argv, [("tools/list", {})], stderr=subprocess.DEVNULL, env=env, cwd=cwd)
 
 
 def test_claude_code(bin_dir: Path, project: Path, tmp_path: Path, transport: str) -> None:
