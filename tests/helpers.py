@@ -112,6 +112,21 @@ def raw_stdio_session(
     return answered
 
 
+def fds_under(path: Path | str) -> int:
+    """How many of this process's fds are on `path` or below it: what a test's own code
+    holds, whatever other threads of the worker (an earlier test's job, a server) open
+    or close meanwhile."""
+    top = os.path.realpath(path)
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:  # closed since the listing (the listing's own fd among them)
+            continue
+        count += target == top or target.startswith(top + os.sep)
+    return count
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process exists and is not a zombie (a zombie holds nothing but its entry)."""
     try:

@@ -20,6 +20,7 @@ from agent_workspace_mcp.core.state.files import (
     state_scope,
 )
 from agent_workspace_mcp.core.workspaces import Workspace
+from tests.helpers import fds_under
 
 
 @pytest.fixture
@@ -137,13 +138,13 @@ def test_a_folder_removed_mid_call_is_reached_again(ws: Workspace) -> None:
 
 
 def test_a_scope_closes_what_it_kept(ws: Workspace) -> None:
-    before = len(os.listdir("/proc/self/fd"))
+    before = fds_under(ws.state_dir)
     with state_scope():
         for name in ("a", "b", "c"):
             write(ws, "seen", name)
             write(ws, "checkpoints", name)
-        assert len(os.listdir("/proc/self/fd")) > before
-    assert len(os.listdir("/proc/self/fd")) == before
+        assert fds_under(ws.state_dir) > before
+    assert fds_under(ws.state_dir) == before
 
 
 def test_the_state_directory_ignores_itself_whatever_a_call_reaches_first(
@@ -221,7 +222,7 @@ def test_a_job_outliving_its_call_keeps_no_folder(ws: Workspace) -> None:
         from agent_workspace_mcp.core.state import files
 
         scope = files._scope.get()
-    before = len(os.listdir("/proc/self/fd"))
+    before = fds_under(ws.state_dir)
     token = files._scope.set(scope)  # as a job's context still holds it
     try:
         for name in ("b", "c"):
@@ -230,4 +231,4 @@ def test_a_job_outliving_its_call_keeps_no_folder(ws: Workspace) -> None:
             assert held(ws, "seen", name) is None
     finally:
         files._scope.reset(token)
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert fds_under(ws.state_dir) == before

@@ -20,7 +20,7 @@ from agent_workspace_mcp.core.search.rgproc import DirCache, find_rg
 from agent_workspace_mcp.core.search.scan import Found
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
 from tests.conftest import open_client
-from tests.helpers import fails, ok
+from tests.helpers import fails, fds_under, ok
 
 needs_rg = pytest.mark.skipif(
     find_rg() is None, reason="no ripgrep binary (the ripgrep wheel installs one)"
@@ -531,14 +531,14 @@ def test_the_recheck_keeps_a_few_folders_open_and_closes_them(tmp_path: Path) ->
         (tmp_path / f"d{d:02d}" / "f.txt").write_text(f"needle {d}\n")
     os.symlink(tmp_path / "d00" / "f.txt", tmp_path / "d01" / "link.txt")
     ws = WorkspaceRegistry.confined(str(tmp_path)).primary
-    before = len(os.listdir("/proc/self/fd"))
+    before = fds_under(tmp_path)
     dirs = DirCache(ws, limits.GREP_DIR_FD_CACHE)
     try:
         for d in range(20):
             assert dirs.head(f"d{d:02d}/f.txt", 100) == f"needle {d}\n".encode()
-            assert len(os.listdir("/proc/self/fd")) - before <= limits.GREP_DIR_FD_CACHE
+            assert fds_under(tmp_path) - before <= limits.GREP_DIR_FD_CACHE
         assert dirs.head("d01/link.txt", 100) is None  # a link is never followed
         assert dirs.head("d01", 100) is None and dirs.head("gone/f.txt", 100) is None
     finally:
         dirs.close()
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert fds_under(tmp_path) == before
