@@ -173,10 +173,13 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     # jobs that are meant to outlive a client. The transports run it when the server
     # really stops; `atexit` covers library use (no orphan jobs at interpreter exit).
     atexit.register(services.shutdown.run)
-    start_sweep(list(registry))  # temp files an interrupted write left (core.sweep)
+    swept: list[bool] = []
 
     @asynccontextmanager
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:
+        if not swept:  # once, when it first serves: a server only built walks nothing
+            swept.append(True)
+            start_sweep(list(registry))  # temp files an interrupted write left (core.sweep)
         yield {"services": services}
 
     metrics = None

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +16,6 @@ import pytest
 from agent_workspace_mcp import Settings
 from agent_workspace_mcp.configuration import preflight
 from agent_workspace_mcp.core.sweep import sweep_temp_files
-from tests.conftest import open_client
 from tests.helpers import ok
 
 OLD = time.time() - 3600
@@ -91,12 +91,58 @@ def test_a_killed_write_leaves_nothing_after_the_next_start(ws: Path) -> None:
     assert not list(ws.glob("**/.*.awm-tmp"))
 
 
-@pytest.mark.slow  # spawns the CLI
-async def test_the_server_sweeps_at_start(ws: Path) -> None:
+def gone_within(path: Path, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not path.exists()
+
+
+async def test_a_server_sweeps_when_it_first_serves_not_when_built(ws: Path) -> None:
+    """Library use: a server only built (to list its tools, to check a configuration)
+    walks nothing; the first client makes it sweep, once."""
+    from fastmcp import Client
+
+    from agent_workspace_mcp import create_server
+
+    def sweeps() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "awm-temp-sweep"}
+
     stale = plant(ws / ".c.txt.0123abcd.awm-tmp")
-    async with open_client(Settings(root=str(ws))) as client:
+    before = sweeps()
+    server = create_server(Settings(root=str(ws)))
+    assert sweeps() <= before  # built: no sweep started
+    async with Client(server) as client:
         await ok(client, "workspace_list")
-        deadline = time.monotonic() + 10
-        while stale.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-    assert not stale.exists()
+    async with Client(server) as client:  # a second client starts no second sweep
+        await ok(client, "workspace_list")
+    assert len(sweeps() - before) <= 1
+    assert gone_within(stale)
+
+
+@pytest.mark.slow  # spawns the CLI
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_the_cli_sweeps_at_start_before_any_client(ws: Path, transport: str) -> None:
+    stale = plant(ws / ".c.txt.0123abcd.awm-tmp")
+    if transport == "http":
+        from tests.e2e.http_server import start
+
+        server = start(ws, "--no-auth", log_dir=ws.parent)
+        try:
+            assert gone_within(stale), server.stderr()
+        finally:
+            assert server.stop() == 0
+        return
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agent_workspace_mcp", "--root", str(ws)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert gone_within(stale)
+    finally:
+        assert proc.stdin
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        assert proc.stderr and b"removed 1 temp file(s)" in proc.stderr.read()

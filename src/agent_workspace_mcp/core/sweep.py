@@ -7,7 +7,9 @@ regular files with one link owned by this user, older than TMP_STALE_SECONDS (an
 live server may be writing one right now), in the tree and the state directory, never
 inside `.git`.
 The walk goes by directory fd (`os.fwalk`, no symlink followed) and is bounded, and it
-runs on a daemon thread after a short delay, so start-up never waits for it.
+runs on a daemon thread after a short delay, so start-up never waits for it. It starts
+when the server first serves (its lifespan), so a server that is only built (a library
+user listing tools, a test) walks nothing.
 """
 
 from __future__ import annotations
