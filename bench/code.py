@@ -144,7 +144,7 @@ async def navigation_rows(client: Client, root: Path, tree: str, calls: int) -> 
                 row["ratio"] = round(row["ours_ms"] / row["floor_ms"], 2)
                 rows.append(row)
                 print(
-                    f"{tree:9} {row['case']:44} {row['ours_ms']:9.1f} {row['floor']:>10} "
+                    f"{tree:9} {row['case']:51} {row['ours_ms']:9.1f} {row['floor']:>10} "
                     f"{row['floor_ms']:9.1f} {row['ratio']:6.2f}x",
                     flush=True,
                 )
@@ -178,14 +178,14 @@ async def run(calls: int, big_tree: bool) -> list[dict]:
                 row["parse_only_ms"] = round(statistics.median(parse_only), 1)
             rows.append(row)
             print(
-                f"{label:38} {row['ours_ms']:9.1f} {floor_tool:>10} {row['floor_ms']:9.1f} "
+                f"{label:61} {row['ours_ms']:9.1f} {floor_tool:>10} {row['floor_ms']:9.1f} "
                 f"{row['ratio']:6.2f}x",
                 flush=True,
             )
             if parse_only:
                 share = row["parse_only_ms"] / row["floor_ms"]
                 print(
-                    f"{'  of which tree-sitter parse alone':38} {row['parse_only_ms']:9.1f} "
+                    f"{'  of which tree-sitter parse alone':61} {row['parse_only_ms']:9.1f} "
                     f"{'':>10} {'':>9} {share:6.2f}x",
                     flush=True,
                 )
@@ -202,7 +202,7 @@ def main() -> int:
     parser.add_argument("--no-big", action="store_true", help="skip the 10x tree")
     parser.add_argument("--json", default=str(HERE / "results" / "code.json"))
     args = parser.parse_args()
-    print(f"{'case':38} {'ours ms':>9} {'floor':>10} {'floor ms':>9} {'ratio':>7}")
+    print(f"{'case':61} {'ours ms':>9} {'floor':>10} {'floor ms':>9} {'ratio':>7}")
     rows = asyncio.run(run(args.calls, not args.no_big))
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
