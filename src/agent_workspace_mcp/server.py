@@ -173,12 +173,13 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
     # jobs that are meant to outlive a client. The transports run it when the server
     # really stops; `atexit` covers library use (no orphan jobs at interpreter exit).
     atexit.register(services.shutdown.run)
-    swept: list[bool] = []
+    swept = False
 
     @asynccontextmanager
     async def lifespan(_: FastMCP) -> AsyncIterator[dict]:
+        nonlocal swept
         if not swept:  # once, when it first serves: a server only built walks nothing
-            swept.append(True)
+            swept = True
             start_sweep(list(registry))  # temp files an interrupted write left (core.sweep)
         yield {"services": services}
 
