@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import inspect
 import json
 import os
 import subprocess
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:  # FastMCP's client costs pytest's controller 2 s it does not need
     from fastmcp import Client
+
+T = TypeVar("T")
 
 
 class Answer:
@@ -112,6 +118,32 @@ def raw_stdio_session(
     return answered
 
 
+def wait_for(predicate: Callable[[], object], timeout: float = 20, what: str = "it") -> None:
+    """Poll `predicate` until it holds (never a fixed wait: a slow machine only waits
+    longer, a fast one not at all); failing after `timeout` seconds names `what`."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+async def until(
+    probe: Callable[[], T | Awaitable[T]], done: Callable[[T], object] = bool, timeout: float = 20
+) -> T:
+    """Poll `probe()` (awaited when it is a coroutine) until `done` holds for its value or
+    `timeout` seconds passed, yielding to the loop between tries (an in-memory server
+    runs on it); the last value either way, for the caller's assertion to show."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if inspect.isawaitable(value):
+            value = await value
+        if done(value) or time.monotonic() > deadline:
+            return value  # type: ignore[return-value]
+        await asyncio.sleep(0.05)
+
+
 def fds_under(path: Path | str) -> int:
     """How many of this process's fds are on `path` or below it: what a test's own code
     holds, whatever other threads of the worker (an earlier test's job, a server) open
@@ -138,6 +170,21 @@ def pid_alive(pid: int) -> bool:
             return handle.read().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+def pids_running(marker: str) -> list[int]:
+    """Host pids whose command line holds `marker` (zombies excluded)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read() and pid_alive(int(entry)):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
 
 
 CI_REQUIRED = "[CI installs it]"

@@ -16,6 +16,7 @@ from agent_workspace_mcp.core.errors import NotFoundError, WorkspaceError
 from agent_workspace_mcp.core.exec.jobrecords import JobRecords, leader_alive, process_start
 from agent_workspace_mcp.core.exec.jobs import JobRegistry
 from agent_workspace_mcp.core.exec.process import Child, start_output_pump
+from tests.helpers import wait_for
 
 
 @pytest.fixture
@@ -38,15 +39,6 @@ def adopt(registry: JobRegistry, tmp_path: Path, script: str, owner: str | None 
         max_runtime_ms=60_000,
         replay=True,
     )
-
-
-def wait_for(predicate, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 def test_a_job_is_seen_and_killed_through_another_worker(job_dir: Path, tmp_path: Path) -> None:

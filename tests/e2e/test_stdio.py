@@ -14,7 +14,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
-from tests.helpers import INIT, missing, pid_alive
+from tests.helpers import INIT, missing, pid_alive, pids_running, wait_for
 
 
 async def test_official_client_over_stdio(ws: Path) -> None:
@@ -171,31 +171,10 @@ def test_stopping_the_server_kills_sandboxed_jobs(ws: Path) -> None:
         proc, 2, "start_job", {"command": ["sh", "-c", f"sleep {marker} & wait"]}
     )
     assert result["content"][0]["text"].startswith("Started job job-")
-    deadline = time.monotonic() + 10
-    while not pids_running(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert pids_running(marker), "the sandboxed job did not start"
+    wait_for(lambda: pids_running(marker), timeout=10, what="the sandboxed job to start")
     code, _, stderr, _ = stop_and_collect(proc, "stdin")
     assert code == 0, stderr
-    deadline = time.monotonic() + 10
-    while pids_running(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not pids_running(marker), "a sandboxed job outlived the server"
-
-
-def pids_running(marker: str) -> list[int]:
-    """Host pids whose command line holds `marker` (zombies excluded)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                if marker.encode() in handle.read() and pid_alive(int(entry)):
-                    found.append(int(entry))
-        except OSError:
-            continue
-    return found
+    wait_for(lambda: not pids_running(marker), timeout=10, what="the sandboxed job to end")
 
 
 async def test_unconfined_mode_chdirs_into_workspace_cwd(tmp_path: Path, outside: Path) -> None:

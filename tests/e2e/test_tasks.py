@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.http_server import RunningServer, rpc2026, start
+from tests.helpers import pids_running, wait_for
 
 ANN = "tok-ann-0123456789abcd"
 BOB = "tok-bob-0123456789abcd"
@@ -122,7 +123,9 @@ def test_cancel_kills_the_process_group(served: RunningServer, tmp_path: Path) -
     assert "result" not in after and "error" not in after
     again = rpc(served, ANN, "tasks/cancel", {"taskId": created["taskId"]})["result"]
     assert again["resultType"] == "complete"  # idempotent on a terminal task
-    time.sleep(3.5)
+    # Once no process names the marker, `touch` either ran (the kill missed the
+    # background child) or never will.
+    wait_for(lambda: not pids_running(marker), timeout=10, what="the job's processes to end")
     assert not Path(marker).exists(), "the job's background child outlived the cancel"
 
 

@@ -14,7 +14,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx2
@@ -24,6 +23,7 @@ from fastmcp.client.transports import StreamableHttpTransport
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.http_server import RunningServer, start
+from tests.helpers import until, wait_for
 
 ALICE = "tok-alice-0123456789"
 BOB = "tok-bob-0123456789"
@@ -48,15 +48,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(")") + 2] != "Z"
-
-
-def wait_for(predicate, timeout: float = 20, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def workers_of(server: RunningServer) -> set[int]:
@@ -193,8 +184,11 @@ async def test_a_job_outlives_its_worker_and_is_killed_through_another(
         lambda: not alive(starter) and len(workers_of(served)) == 2, what="a new worker", timeout=60
     )
     assert alive(pid) and parent_of(pid) == served.proc.pid  # the supervisor inherited it
-    time.sleep(1.2)  # "two" is written after the starter died: its pump outlived it
-    status = await call(served, "job_status", {"jobId": job, "tailBytes": 100})
+    # "two" is written after the starter died: its pump outlived it.
+    status = await until(
+        lambda: call(served, "job_status", {"jobId": job, "tailBytes": 100}),
+        lambda s: "one\ntwo" in s,
+    )
     assert ": running" in status and "one\ntwo" in status, status
     listing = await call(served, "job_status", {})
     assert job in listing and "running" in listing

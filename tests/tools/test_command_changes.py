@@ -17,7 +17,7 @@ from fastmcp import Client
 from agent_workspace_mcp import Settings
 from agent_workspace_mcp.core import limits
 from tests.conftest import open_client
-from tests.helpers import fails, ok
+from tests.helpers import fails, ok, until
 from tests.security.test_sandbox import needs_bwrap
 
 SANDBOXES = [pytest.param("bwrap", marks=needs_bwrap), "none"]
@@ -129,14 +129,6 @@ async def test_a_file_past_the_per_file_cap_is_named_not_restorable(ws: Path) ->
     assert big.stat().st_size == limits.CHECKPOINT_FILE_MAX_BYTES + 3
 
 
-async def wait_for(predicate, seconds: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not predicate():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 @pytest.mark.slow  # the job writes over 5 s
 async def test_a_killed_background_jobs_changes_are_recorded_and_undone(ws: Path) -> None:
     (ws / "kept.txt").write_text("kept\n")
@@ -146,7 +138,7 @@ async def test_a_killed_background_jobs_changes_are_recorded_and_undone(ws: Path
     async with open_client(settings) as client:
         started = await ok(client, "start_job", command=["sh", "-c", script])
         job = started.split()[2]
-        await wait_for(lambda: not (ws / "kept.txt").exists())
+        assert await until(lambda: not (ws / "kept.txt").exists())
         still = await ok(client, "undo", dry_run=True)
         assert f"Still changing files: {job} (`sh -c" in still, still
         await ok(client, "job_kill", jobId=job)

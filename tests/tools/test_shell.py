@@ -19,7 +19,7 @@ from fastmcp import Client
 from agent_workspace_mcp import Settings
 from agent_workspace_mcp.cli import settings_from_sources
 from tests.conftest import open_client
-from tests.helpers import fails, ok, pid_alive
+from tests.helpers import fails, ok, pid_alive, until
 
 EXEC_TOOLS = {"run_command", "start_job", "job_status", "job_kill", "run_task", "bash"}
 
@@ -260,6 +260,11 @@ async def test_progress_notifications_for_long_commands(ws: Path, anyshell: Clie
     assert seen and seen[0] >= 1.9
 
 
+def ended(status: str) -> bool:
+    """A job_status answer says the job is no longer running."""
+    return ": running," not in status.splitlines()[0]
+
+
 @pytest.mark.slow
 async def test_promotion_to_a_background_job(ws: Path) -> None:
     settings = Settings(root=str(ws), shell_mode="any", sandbox="none", promote_after_ms=500)
@@ -271,19 +276,14 @@ async def test_promotion_to_a_background_job(ws: Path) -> None:
         last = text.splitlines()[-1]
         assert last.startswith("[still running after 500 ms: moved to background job job-")
         job_id = last.split("background job ")[1].split(";")[0]
-        await asyncio.sleep(2)
-        status = await ok(client, "job_status", jobId=job_id)
+        status = await until(lambda: ok(client, "job_status", jobId=job_id), ended)
         assert status.splitlines()[0].startswith(f"job {job_id}: exited, exit code 0")
         assert "early" in status and "late" in status
         # The original timeout still applies to the promoted job.
         text = await ok(client, "run_command", command=["sleep", "10"], timeoutMs=1500)
         job_id = text.splitlines()[-1].split("background job ")[1].split(";")[0]
-        await asyncio.sleep(2.5)
-        assert (
-            (await ok(client, "job_status", jobId=job_id))
-            .splitlines()[0]
-            .startswith(f"job {job_id}: timed-out")
-        )
+        status = await until(lambda: ok(client, "job_status", jobId=job_id), ended)
+        assert status.splitlines()[0].startswith(f"job {job_id}: timed-out")
 
 
 async def test_background_true_returns_a_job_at_once(anyshell: Client) -> None:
@@ -328,8 +328,10 @@ async def test_job_max_runtime_tail_and_validation(ws: Path, anyshell: Client) -
         anyshell, "start_job", command=["sh", "-c", "echo tick; sleep 30"], maxRuntimeMs=1000
     )
     job_id = text.split()[2]
-    await asyncio.sleep(1.8)
-    status = await ok(anyshell, "job_status", jobId=job_id, tailBytes=3)
+    status = await until(
+        lambda: ok(anyshell, "job_status", jobId=job_id, tailBytes=3),
+        ended,
+    )
     assert status.splitlines()[0].startswith(f"job {job_id}: timed-out")
     assert status.splitlines()[-1] == "ck"
     # Too much asked is clamped and said, not refused.

@@ -21,7 +21,7 @@ from agent_workspace_mcp.core.errors import ConfigError
 from agent_workspace_mcp.core.exec.commands import check_bwrap
 from agent_workspace_mcp.core.exec.staging import find_overlay
 from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
-from tests.helpers import call, ok, requires
+from tests.helpers import call, ok, requires, until
 
 
 def _missing() -> str | None:
@@ -181,8 +181,11 @@ async def test_a_request_no_one_answers_expires_and_lands_nothing(root: Path) ->
         first = await ok(client, "bash", command="rm -rf src")
         assert first.startswith("Not landed yet")
         approval = first.split("approval_status('", 1)[1].split("'", 1)[0]
-        await asyncio.sleep(1.4)
-        assert "expired" in await ok(client, "approval_status", id=approval)
+        status = await until(
+            lambda: ok(client, "approval_status", id=approval),
+            lambda s: "waiting for a person" not in s,
+        )
+        assert "expired" in status
         with pytest.raises(Exception, match="already expired"):
             state.decide(None, approval, approve=True)
     assert tree(root) == before
