@@ -55,9 +55,11 @@ def console(root: Path) -> ConsoleState:
     )
 
 
-async def pending_for(state: ConsoleState, client: Client, **call) -> tuple[asyncio.Task, dict]:
+async def pending_for(
+    state: ConsoleState, client: Client, tool: str = "write_file", **call
+) -> tuple[asyncio.Task, dict]:
     """The call started, and the question it asked the person (it waits for the answer)."""
-    waiting = asyncio.create_task(client.call_tool("write_file", call, raise_on_error=False))
+    waiting = asyncio.create_task(client.call_tool(tool, call, raise_on_error=False))
     for _ in range(200):
         pending = [r for r in state.approvals() if r["status"] == "pending"]
         if pending:
@@ -66,18 +68,20 @@ async def pending_for(state: ConsoleState, client: Client, **call) -> tuple[asyn
     raise AssertionError(f"no question was asked for {call['path']}: {(await waiting)}")
 
 
-async def decided(state: ConsoleState, client: Client, grant: dict, **call) -> str:
+async def decided(
+    state: ConsoleState, client: Client, grant: dict, tool: str = "write_file", **call
+) -> str:
     """The call, approved from the console with `grant`; its answer."""
-    waiting, record = await pending_for(state, client, **call)
+    waiting, record = await pending_for(state, client, tool, **call)
     said = state.decide(None, record["id"], approve=True, grant=grant)
     assert "granted as gr-" in said
     return (await waiting).content[0].text
 
 
-async def asked(state: ConsoleState, client: Client, **call) -> list[str]:
+async def asked(state: ConsoleState, client: Client, tool: str = "write_file", **call) -> list[str]:
     """The paths the call asked the person about (no grant covered it), denied at once
     rather than waited out: the call must then change nothing."""
-    waiting, record = await pending_for(state, client, **call)
+    waiting, record = await pending_for(state, client, tool, **call)
     state.decide(None, record["id"], approve=False)
     answer = await waiting
     assert answer.is_error and "denied by operator" in answer.content[0].text
@@ -122,6 +126,26 @@ async def test_a_folder_grant_covers_what_is_under_it(root: Path) -> None:
         # decided on the real path, and the person is asked about that path
         assert await asked(state, client, path="src/../docs/c.md", content="y\n") == ["docs/c.md"]
     assert (root / "docs" / "c.md").read_text() == "c\n"
+
+
+async def test_a_folder_grant_does_not_reach_the_folder_itself(root: Path) -> None:
+    """A grant for paths under src/pkg covers what is inside it: deleting the folder
+    itself, with whatever the person never saw in it, is asked again."""
+    state = console(root)
+    async with Client(server(root)) as client:
+        said = await decided(
+            state, client, {"kind": "paths", "under": "src/pkg"}, "delete_path", path="src/pkg/a.py"
+        )
+        assert said.startswith("Deleted"), said
+        assert await asked(state, client, "delete_path", path="src/pkg", recursive=True) == [
+            "src/pkg",
+            "src/pkg/b.py",
+        ]
+        assert await asked(state, client, "delete_path", path="src/pkg/", recursive=True) == [
+            "src/pkg",
+            "src/pkg/b.py",
+        ]
+    assert (root / "src" / "pkg" / "b.py").read_text() == "x = 1\n"
 
 
 def test_a_session_grant_is_that_sessions_only(root: Path) -> None:

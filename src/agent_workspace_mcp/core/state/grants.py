@@ -59,8 +59,10 @@ def rule_key(why: str) -> str:
 
 
 def _under(path: str, folder: str) -> bool:
+    """Whether `path` is inside `folder`: never the folder itself, whose delete or move
+    takes everything in it, seen or not (the workspace root is not a path a tool takes)."""
     folder = folder.strip("/")
-    return folder in ("", ".") or path == folder or path.startswith(folder + "/")
+    return folder in ("", ".") or path.startswith(folder + "/")
 
 
 class Grants:
