@@ -61,3 +61,24 @@ def test_a_diff_that_deletes_is_a_delete_in_any_spelling(ws) -> None:
     for spelling in ('+++ "/dev/null"', "+++  /dev/null", "+++ /dev/null"):
         text = f"--- a/migrations/1.sql\n{spelling}\n@@ -1 +0,0 @@\n-x\n"
         assert callscope.touched(ws, "apply_patch", {"patch": text}).deletes, spelling
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "lands"),
+    [
+        ("move_path", {"source": "migrations", "destination": "sub/db"}, "sub/db/1.sql"),
+        ("move_path", {"source": "sub/../migrations", "destination": "new"}, "new/1.sql"),
+        ("rename_path", {"path": "migrations", "newName": "old"}, "old/1.sql"),
+    ],
+)
+def test_a_moved_folder_touches_where_its_entries_land(
+    ws, tool: str, args: dict, lands: str
+) -> None:
+    found = callscope.touched(ws, tool, args)
+    assert "migrations/1.sql" in found.paths and lands in found.paths, found
+
+
+def test_a_moved_link_carries_nothing_below_it(ws) -> None:
+    """Moving `mig` moves the link, not the folder it points to."""
+    found = callscope.touched(ws, "move_path", {"source": "mig", "destination": "sub/m"})
+    assert "sub/m" in found.paths and not any(p.startswith("sub/m/") for p in found.paths)

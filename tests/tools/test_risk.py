@@ -114,6 +114,30 @@ async def test_the_rule_is_decided_on_the_real_path(root: Path) -> None:
     assert (root / ".github" / "workflows" / "ci.yml").read_text() == "on: push\n"
 
 
+async def test_a_folder_moved_into_place_is_decided_where_its_files_land(root: Path) -> None:
+    """A folder is moved or renamed with everything in it, so the call is decided on
+    where each file lands: `stage/workflows/evil.yml` moved as `stage` -> `.github` lands
+    at `.github/workflows/evil.yml`, a CI file, though neither name the call gives is one."""
+    (root / ".github" / "workflows" / "ci.yml").unlink()
+    (root / ".github" / "workflows").rmdir()
+    for folder in ("stage/workflows", "docs/flows", ".github/flows"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "evil.yml").write_text("on: push\n")
+    async with Client(server(root)) as client:
+        into = await ok(client, "move_path", source="docs/flows", destination=".github/workflows")
+        renamed = await ok(client, "rename_path", path=".github/flows", newName="workflows")
+        plain = await ok(client, "move_path", source="docs/flows", destination="docs/other")
+        aside = await ok(client, "move_path", source=".github", destination="aside")
+        whole = await ok(client, "move_path", source="stage", destination=".github")
+    assert asked(into) == "ci" and ".github/workflows/evil.yml" in into, into
+    assert asked(renamed) == "ci" and ".github/workflows/evil.yml" in renamed, renamed
+    assert asked(whole) == "ci" and ".github/workflows/evil.yml" in whole, whole
+    assert asked(plain) is None and asked(aside) is None, (plain, aside)
+    assert (root / "stage" / "workflows" / "evil.yml").exists()
+    assert (root / "aside" / "flows" / "evil.yml").exists()
+    assert not (root / ".github").exists()
+
+
 async def test_commands_ask_only_with_network(root: Path) -> None:
     settings = {"shell_mode": "any", "sandbox": "none"}
     async with Client(server(root, **settings)) as client:

@@ -6,7 +6,8 @@ the call's arguments *resolve to*, never on how the agent spelled them: `sub/../
 absolute path, a symlink the repository ships and the paths inside a `patch` edit or an
 `apply_patch` diff all come out as the same real, root-relative path here, resolved by
 the containment walk the write itself uses. A folder a call deletes, moves or renames
-covers every entry below it, walked by fd without following a link.
+covers every entry below it, walked by fd without following a link, and a moved one
+also covers where each of them lands.
 
 The argument tables are closed: a tool argument is either listed as a path (with how
 it names one) or as not a path, and tests/core/test_callscope.py fails for a registered
@@ -188,9 +189,48 @@ def touched(ws: Workspace, tool: str, args: dict[str, Any]) -> Touched:
         elif how == "diff" and isinstance(value, str):
             _diff_paths(ws, value, found)
     tool = canonical(tool)
-    if tool == "delete_path" or (tool in ("move_path", "rename_path") and args.get("overwrite")):
+    if tool in MOVES:
+        _carried(ws, *MOVES[tool](args), found)
+    if tool == "delete_path" or (tool in MOVES and args.get("overwrite")):
         found.deletes = True
     return found
+
+
+def _move_ends(args: dict[str, Any]) -> tuple[Any, Any]:
+    return args.get("source"), args.get("destination")
+
+
+def _rename_ends(args: dict[str, Any]) -> tuple[Any, Any]:
+    path, name = args.get("path"), args.get("newName")
+    if not isinstance(path, str) or not isinstance(name, str):
+        return None, None
+    parent = posixpath.dirname(path.rstrip("/"))
+    return path, posixpath.join(parent, name) if parent else name
+
+
+# The tools that carry a folder, with everything in it, to a new place: (source, destination).
+MOVES = {"move_path": _move_ends, "rename_path": _rename_ends}
+
+
+def _carried(ws: Workspace, source: Any, destination: Any, found: Touched) -> None:
+    """Where each entry below a moved folder lands: `stage/workflows/ci.yml`, moved as
+    `stage` -> `.github`, becomes `.github/workflows/ci.yml`, a path neither argument
+    names. The entries are those already found below the source (walked by fd)."""
+    if not isinstance(source, str) or not isinstance(destination, str):
+        return
+    ends = []
+    for path in (source, destination):
+        try:
+            with locate(ws, path, follow_final=False, defer_parents=True) as loc:
+                ends.append(primary_rel(ws, loc.real_parts))
+        except WorkspaceError:
+            return  # the tool refuses it with the same walk
+    src, dst = ends
+    if "." in (src, dst) or dst == src:
+        return
+    prefix = src + "/"
+    for path in [p for p in found.paths if p.startswith(prefix)]:
+        found.add(dst + path[len(src) :])
 
 
 def _diff_paths(ws: Workspace, text: str, found: Touched) -> None:
