@@ -187,6 +187,26 @@ BYPASSES = {
 }
 
 
+async def test_confirm_path_holds_for_what_a_move_puts_in_place(repo: Path) -> None:
+    """`migrations/**` is protected: a folder or a shipped link moved to be `migrations`
+    puts files there though neither argument names a protected path."""
+    (repo / "migrations").rename(repo / "kept")
+    (repo / "sub" / "0002.sql").write_text("drop table t;\n")
+    (repo / "mig").unlink()
+    (repo / "mig").symlink_to("sub")
+    ways = [
+        ("move_path", {"source": "sub", "destination": "migrations"}),
+        ("rename_path", {"path": "sub", "newName": "migrations"}),
+        ("move_path", {"source": "mig", "destination": "migrations"}),
+    ]
+    async with Client(server(repo, confirm_path=("migrations/**",))) as client:
+        answers = [await call(client, tool, **args) for tool, args in ways]
+    for (tool, args), answer in zip(ways, answers, strict=True):
+        assert answer.text.startswith("Not run yet"), (tool, args, answer.text)
+    assert "migrations/0002.sql" in answers[0].text
+    assert not (repo / "migrations").exists() and (repo / "sub" / "0002.sql").exists()
+
+
 @pytest.mark.parametrize("way", BYPASSES)
 async def test_confirm_path_holds_however_the_path_is_spelled(repo: Path, way: str) -> None:
     tool, args = BYPASSES[way]

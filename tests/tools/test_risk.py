@@ -129,10 +129,16 @@ async def test_a_folder_moved_into_place_is_decided_where_its_files_land(root: P
         plain = await ok(client, "move_path", source="docs/flows", destination="docs/other")
         aside = await ok(client, "move_path", source=".github", destination="aside")
         whole = await ok(client, "move_path", source="stage", destination=".github")
+        (root / "link").symlink_to("stage/workflows")  # a link the repository ships
+        (root / ".gh").mkdir()
+        linked = await ok(
+            client, "move_path", source="link", destination=".gh/../.github/workflows"
+        )
     assert asked(into) == "ci" and ".github/workflows/evil.yml" in into, into
     assert asked(renamed) == "ci" and ".github/workflows/evil.yml" in renamed, renamed
     assert asked(whole) == "ci" and ".github/workflows/evil.yml" in whole, whole
     assert asked(plain) is None and asked(aside) is None, (plain, aside)
+    assert asked(linked) == "ci" and "what lands at .github/workflows" in linked, linked
     assert (root / "stage" / "workflows" / "evil.yml").exists()
     assert (root / "aside" / "flows" / "evil.yml").exists()
     assert not (root / ".github").exists()

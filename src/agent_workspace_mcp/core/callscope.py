@@ -130,6 +130,9 @@ class Touched:
     deletes: bool = False  # removes a file or folder (or replaces one by a move)
     complete: bool = True  # False: a folder held more than TOUCHED_ENTRIES_MAX entries
     entries: int = 0  # the entries below the folders it covers (a delete's real count)
+    # Where a move puts a folder or a link: what is inside it afterwards (a link's target
+    # included, which the move does not walk) is inside this path.
+    landings: list[str] = field(default_factory=list)
 
     def add(self, path: str) -> None:
         if path not in self.paths:
@@ -228,6 +231,7 @@ def _carried(ws: Workspace, source: Any, destination: Any, found: Touched) -> No
     src, dst = ends
     if "." in (src, dst) or dst == src:
         return
+    found.landings.append(dst)
     prefix = src + "/"
     for path in [p for p in found.paths if p.startswith(prefix)]:
         found.add(dst + path[len(src) :])

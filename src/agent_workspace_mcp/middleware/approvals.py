@@ -171,6 +171,9 @@ class ApprovalGate(Middleware):
         for path in scope.paths:
             if self.protects(path):
                 return f"--confirm-path ({path})"
+        for path in scope.landings:
+            if self.protects(_inside(path)):
+                return f"--confirm-path ({path}: what lands there is protected)"
         return None
 
     def _risky(self, tool: str, scope: Touched) -> str | None:
@@ -185,6 +188,10 @@ class ApprovalGate(Middleware):
             hit = self._risky_rule(path)
             if hit is not None:
                 return f"--confirm risky ({hit.name}: {path} {hit.why})"
+        for path in scope.landings:  # a folder or link moved to `.github/workflows`
+            hit = self._risky_rule(_inside(path))
+            if hit is not None:
+                return f"--confirm risky ({hit.name}: what lands at {path} {hit.why})"
         if not scope.complete and self.risky_paths:
             return (
                 f"--confirm risky (more than {limits.TOUCHED_ENTRIES_MAX} entries below "
@@ -873,3 +880,9 @@ def _delete_listing(ws, path: str) -> str:
     also = f" (its {listing(sorted(special))} included)" if special else ""
     more = f"\n… and {count - len(found)} more" if count > len(found) else ""
     return f"removes the folder {path} and all {total} below it{also}:\n" + "\n".join(found) + more
+
+
+def _inside(folder: str) -> str:
+    """A name inside `folder`, to ask the path rules whether they protect what it holds
+    (`.github/workflows/**` protects everything inside `.github/workflows`)."""
+    return f"{folder}/-"
