@@ -144,6 +144,23 @@ async def test_a_folder_moved_into_place_is_decided_where_its_files_land(root: P
     assert not (root / ".github").exists()
 
 
+async def test_a_protected_name_through_a_linked_folder_is_decided_too(root: Path) -> None:
+    """A repository whose `.github/workflows` is a link to `ci/workflows`: CI reads
+    `.github/workflows/evil.yml` through it, so a write named so asks though the file it
+    resolves to is `ci/workflows/evil.yml`."""
+    (root / ".github" / "workflows").rename(root / "ci")
+    (root / ".github" / "workflows").symlink_to("../ci")
+    async with Client(server(root)) as client:
+        named = await ok(client, "write_file", path=".github/workflows/evil.yml", content="x\n")
+        edited = await ok(
+            client, "edit_file", path=".github/workflows/ci.yml", oldString="push", newString="pr"
+        )
+    assert asked(named) == "ci", named
+    assert asked(edited) == "ci", edited
+    assert not (root / "ci" / "evil.yml").exists()
+    assert (root / "ci" / "ci.yml").read_text() == "on: push\n"
+
+
 async def test_commands_ask_only_with_network(root: Path) -> None:
     settings = {"shell_mode": "any", "sandbox": "none"}
     async with Client(server(root, **settings)) as client:

@@ -258,6 +258,11 @@ def _resolve(ws: Workspace, user_path: str, found: Touched) -> None:
             with locate(ws, user_path, follow_final=follow, defer_parents=True) as loc:
                 rel = primary_rel(ws, loc.real_parts)
                 found.add(rel)
+                if not follow and _named_elsewhere(ws, loc.display, rel):
+                    # Through a linked folder (`.github/workflows` -> `ci/`): what reads
+                    # the named path (CI, a build) reads this file there, so the name
+                    # is decided too.
+                    found.add(loc.display)
                 st = loc.lstat()
                 if follow or st is None or not stat.S_ISDIR(st.st_mode):
                     continue
@@ -266,6 +271,19 @@ def _resolve(ws: Workspace, user_path: str, found: Touched) -> None:
             continue  # outside or malformed: the tool refuses it with the same walk
         except OSError:
             found.complete = False
+
+
+def _named_elsewhere(ws: Workspace, shown: str, rel: str) -> bool:
+    """Whether the path as named (normalized) is another path of the root than the one
+    it resolves to; only where the two are written alike (a confined root, no subpath)."""
+    return (
+        ws.confined
+        and ws.anchor is None
+        and shown != rel
+        and shown != "."
+        and not shown.startswith(("/", "../"))
+        and shown != ".."
+    )
 
 
 def primary_rel(ws: Workspace, real_parts: tuple[str, ...]) -> str:
