@@ -172,19 +172,20 @@ def touched(ws: Workspace, tool: str, args: dict[str, Any]) -> Touched:
     """Every path `tool(**args)` names, resolved as the write will resolve it (the entry
     itself and, when it is a link, its target), with what lies below a folder."""
     found = Touched()
+    entries: dict[str, str | None] = {}  # argument -> the entry it names, resolved
     for name, value in args.items():
         how = PATH_ARGUMENTS.get(name)
         if how is None or value is None:
             continue
         if how == "one" and isinstance(value, str):
-            _resolve(ws, value, found)
+            entries[name] = _resolve(ws, value, found)
         elif how == "many" and isinstance(value, list):
             for item in value:
                 if isinstance(item, str):
                     _resolve(ws, item, found)
         elif how == "sibling" and isinstance(value, str) and isinstance(args.get("path"), str):
             parent = posixpath.dirname(args["path"].rstrip("/"))
-            _resolve(ws, posixpath.join(parent, value) if parent else value, found)
+            entries[name] = _resolve(ws, posixpath.join(parent, value) if parent else value, found)
         elif how == "edits" and isinstance(value, list):
             for edit in value:
                 if isinstance(edit, dict) and isinstance(edit.get("path"), str):
@@ -193,43 +194,24 @@ def touched(ws: Workspace, tool: str, args: dict[str, Any]) -> Touched:
             _diff_paths(ws, value, found)
     tool = canonical(tool)
     if tool in MOVES:
-        _carried(ws, *MOVES[tool](args), found)
+        source, destination = MOVES[tool]
+        _carried(entries.get(source), entries.get(destination), found)
     if tool == "delete_path" or (tool in MOVES and args.get("overwrite")):
         found.deletes = True
     return found
 
 
-def _move_ends(args: dict[str, Any]) -> tuple[Any, Any]:
-    return args.get("source"), args.get("destination")
+# The tools that carry a folder, with everything in it, to a new place: the arguments
+# naming its source and its destination.
+MOVES = {"move_path": ("source", "destination"), "rename_path": ("path", "newName")}
 
 
-def _rename_ends(args: dict[str, Any]) -> tuple[Any, Any]:
-    path, name = args.get("path"), args.get("newName")
-    if not isinstance(path, str) or not isinstance(name, str):
-        return None, None
-    parent = posixpath.dirname(path.rstrip("/"))
-    return path, posixpath.join(parent, name) if parent else name
-
-
-# The tools that carry a folder, with everything in it, to a new place: (source, destination).
-MOVES = {"move_path": _move_ends, "rename_path": _rename_ends}
-
-
-def _carried(ws: Workspace, source: Any, destination: Any, found: Touched) -> None:
+def _carried(src: str | None, dst: str | None, found: Touched) -> None:
     """Where each entry below a moved folder lands: `stage/workflows/ci.yml`, moved as
     `stage` -> `.github`, becomes `.github/workflows/ci.yml`, a path neither argument
-    names. The entries are those already found below the source (walked by fd)."""
-    if not isinstance(source, str) or not isinstance(destination, str):
-        return
-    ends = []
-    for path in (source, destination):
-        try:
-            with locate(ws, path, follow_final=False, defer_parents=True) as loc:
-                ends.append(primary_rel(ws, loc.real_parts))
-        except WorkspaceError:
-            return  # the tool refuses it with the same walk
-    src, dst = ends
-    if "." in (src, dst) or dst == src:
+    names. `src` and `dst` are the resolved ends (None: the tool refuses that path); the
+    entries are those already found below the source (walked by fd)."""
+    if src is None or dst is None or "." in (src, dst) or dst == src:
         return
     found.landings.append(dst)
     prefix = src + "/"
@@ -252,17 +234,22 @@ def _diff_paths(ws: Workspace, text: str, found: Touched) -> None:
             found.deletes = True
 
 
-def _resolve(ws: Workspace, user_path: str, found: Touched) -> None:
+def _resolve(ws: Workspace, user_path: str, found: Touched) -> str | None:
+    """Adds what `user_path` reaches to `found`; the entry itself, resolved (None when
+    the walk refuses it)."""
+    entry = None
     for follow in (False, True):
         try:
             with locate(ws, user_path, follow_final=follow, defer_parents=True) as loc:
                 rel = primary_rel(ws, loc.real_parts)
                 found.add(rel)
-                if not follow and _named_elsewhere(ws, loc.display, rel):
-                    # Through a linked folder (`.github/workflows` -> `ci/`): what reads
-                    # the named path (CI, a build) reads this file there, so the name
-                    # is decided too.
-                    found.add(loc.display)
+                if not follow:
+                    entry = rel
+                    if _named_elsewhere(ws, loc.display, rel):
+                        # Through a linked folder (`.github/workflows` -> `ci/`): what
+                        # reads the named path (CI, a build) reads this file there, so
+                        # the name is decided too.
+                        found.add(loc.display)
                 st = loc.lstat()
                 if follow or st is None or not stat.S_ISDIR(st.st_mode):
                     continue
@@ -271,6 +258,7 @@ def _resolve(ws: Workspace, user_path: str, found: Touched) -> None:
             continue  # outside or malformed: the tool refuses it with the same walk
         except OSError:
             found.complete = False
+    return entry
 
 
 def _named_elsewhere(ws: Workspace, shown: str, rel: str) -> bool:
@@ -279,10 +267,8 @@ def _named_elsewhere(ws: Workspace, shown: str, rel: str) -> bool:
     return (
         ws.confined
         and ws.anchor is None
-        and shown != rel
-        and shown != "."
+        and shown not in (rel, ".", "..")
         and not shown.startswith(("/", "../"))
-        and shown != ".."
     )
 
 
