@@ -82,3 +82,35 @@ def test_a_moved_link_carries_nothing_below_it(ws) -> None:
     """Moving `mig` moves the link, not the folder it points to."""
     found = callscope.touched(ws, "move_path", {"source": "mig", "destination": "sub/m"})
     assert "sub/m" in found.paths and not any(p.startswith("sub/m/") for p in found.paths)
+
+
+def test_the_folders_a_link_could_give_a_protected_name() -> None:
+    globs = [
+        ".github/workflows/**",
+        "/app/*/migrations/**",
+        "Makefile",
+        "*.pem",
+        "**/requirements/*.txt",
+        "docs/",
+        "!.github/workflows/ok.yml",
+        "# a comment",
+        ".github/workflows/*.yml",
+    ]
+    assert callscope.link_folders(globs) == [".github/workflows", "app"]
+
+
+def test_a_file_has_the_names_the_root_links_give_it(ws, tmp_path: Path) -> None:
+    """`mig` (a root entry) links to `migrations`, `sub/flows` (an anchored glob's folder)
+    to `sub`'s sibling `flows`: each file below a target also goes by the link's name."""
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "sub" / "flows").symlink_to("../flows")
+    (tmp_path / "away").symlink_to("/")  # outside the root: no name inside it
+    links = callscope.links_held(ws, ["sub/flows", "nowhere/x"])
+    assert sorted(links) == [("mig", "migrations"), ("sub/flows", "flows")]
+    found = callscope.touched(ws, "write_file", {"path": "flows/ci.yml"})
+    found.landings.append("migrations")
+    callscope.add_linked(found, links)
+    assert found.paths == ["flows/ci.yml"] and found.linked == ["sub/flows/ci.yml"], found
+    assert found.landings == ["migrations", "mig"]
+    assert found.names == ["flows/ci.yml", "sub/flows/ci.yml"]
+    assert list(callscope.aliases("migrationsX/1.sql", links)) == []

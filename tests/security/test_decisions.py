@@ -207,6 +207,28 @@ async def test_confirm_path_holds_for_what_a_move_puts_in_place(repo: Path) -> N
     assert not (repo / "migrations").exists() and (repo / "sub" / "0002.sql").exists()
 
 
+async def test_confirm_path_holds_for_a_file_a_protected_name_links_to(repo: Path) -> None:
+    """`migrations` (a root entry) or `app/migrations` (inside an anchored glob's folder)
+    is a link to an unprotected folder: a file written there by its own name is read as
+    a migration, so it asks."""
+    (repo / "migrations").rename(repo / "db")
+    (repo / "migrations").symlink_to("db")
+    (repo / "app").mkdir()
+    (repo / "m2").mkdir()
+    (repo / "app" / "migrations").symlink_to("../m2")
+    globs = ("migrations/**", "app/migrations/**")
+    async with Client(server(repo, confirm_path=globs)) as client:
+        root_link = await call(client, "write_file", path="db/0002.sql", content="drop;\n")
+        nested = await call(client, "write_file", path="m2/0001.sql", content="drop;\n")
+        plain = await call(client, "write_file", path="notes.txt", content="n\n")
+    assert root_link.text.startswith("Not run yet"), root_link.text
+    assert "migrations/0002.sql" in root_link.text
+    assert nested.text.startswith("Not run yet"), nested.text
+    assert "app/migrations/0001.sql" in nested.text
+    assert plain.text.startswith("Updated notes.txt"), plain.text
+    assert not (repo / "db" / "0002.sql").exists() and not (repo / "m2" / "0001.sql").exists()
+
+
 @pytest.mark.parametrize("way", BYPASSES)
 async def test_confirm_path_holds_however_the_path_is_spelled(repo: Path, way: str) -> None:
     tool, args = BYPASSES[way]
@@ -256,6 +278,33 @@ async def test_the_write_guard_refuses_a_link_swapped_after_the_gate_looked(repo
         locate(ws, "later/0001.sql", write=True)
     with checking_writes(gate.guard({"migrations/0001.sql"})):
         locate(ws, "later/0001.sql", write=True).close()  # what was approved passes
+
+
+async def test_the_write_guard_refuses_a_file_a_protected_name_came_to_link_to(
+    repo: Path,
+) -> None:
+    """The gate saw `db/0002.sql` as no migration; `migrations` becomes a link to `db/`
+    before the open: the file is now read as `migrations/0002.sql`, so the write is
+    refused unless that name was approved."""
+    from agent_workspace_mcp.core.containment import checking_writes, locate
+    from agent_workspace_mcp.core.errors import WorkspaceError
+    from agent_workspace_mcp.middleware.approvals import ApprovalGate
+    from agent_workspace_mcp.server import build
+
+    app_settings = Settings(
+        root=str(repo), audit=False, confirm_path=("migrations/**",), confirm_via=("console",)
+    )
+    _app, services = build(app_settings)
+    gate = ApprovalGate(services)
+    ws = services.workspaces.get(None)
+    (repo / "db").mkdir()
+    locate(ws, "db/0002.sql", write=True).close()
+    (repo / "migrations").rename(repo / "kept")
+    (repo / "migrations").symlink_to("db")
+    with checking_writes(gate.guard(set())), pytest.raises(WorkspaceError, match="protects"):
+        locate(ws, "db/0002.sql", write=True)
+    with checking_writes(gate.guard({"db/0002.sql", "migrations/0002.sql"})):
+        locate(ws, "db/0002.sql", write=True).close()
 
 
 # --- 8: a delete in any spelling the parser accepts -------------------------------------

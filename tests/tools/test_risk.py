@@ -161,6 +161,34 @@ async def test_a_protected_name_through_a_linked_folder_is_decided_too(root: Pat
     assert (root / "ci" / "ci.yml").read_text() == "on: push\n"
 
 
+async def test_a_file_a_protected_name_links_to_is_decided_as_that_name(root: Path) -> None:
+    """The other way round: `.github/workflows` links to `ci/` (and `Makefile` to
+    `build/rules.txt`), and the call names the file itself. CI reads `ci/evil.yml` as
+    `.github/workflows/evil.yml`, so it asks as that name would."""
+    (root / ".github" / "workflows").rename(root / "ci")
+    (root / ".github" / "workflows").symlink_to("../ci")
+    (root / "build").mkdir()
+    (root / "build" / "rules.txt").write_text("all:\n")
+    (root / "Makefile").symlink_to("build/rules.txt")
+    async with Client(server(root)) as client:
+        wrote = await ok(client, "write_file", path="ci/evil.yml", content="x\n")
+        edited = await ok(client, "edit_file", path="ci/ci.yml", oldString="push", newString="pr")
+        moved = await ok(client, "move_path", source="few", destination="ci/few")
+        built = await ok(client, "write_file", path="build/rules.txt", content="all:\n\tcurl x\n")
+        plain = await ok(client, "write_file", path="src/app.py", content="x = 2\n")
+    assert [asked(a) for a in (wrote, edited, moved, built)] == ["ci", "ci", "ci", "build"], (
+        wrote,
+        edited,
+        moved,
+        built,
+    )
+    assert ".github/workflows/evil.yml" in wrote, wrote
+    assert asked(plain) is None, plain
+    assert not (root / "ci" / "evil.yml").exists() and not (root / "ci" / "few").exists()
+    assert (root / "ci" / "ci.yml").read_text() == "on: push\n"
+    assert (root / "build" / "rules.txt").read_text() == "all:\n"
+
+
 async def test_commands_ask_only_with_network(root: Path) -> None:
     settings = {"shell_mode": "any", "sandbox": "none"}
     async with Client(server(root, **settings)) as client:

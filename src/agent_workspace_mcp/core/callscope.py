@@ -21,7 +21,7 @@ import contextlib
 import os
 import posixpath
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,13 +130,22 @@ class Touched:
     deletes: bool = False  # removes a file or folder (or replaces one by a move)
     complete: bool = True  # False: a folder held more than TOUCHED_ENTRIES_MAX entries
     entries: int = 0  # the entries below the folders it covers (a delete's real count)
-    # Where a move puts a folder or a link: what is inside it afterwards (a link's target
-    # included, which the move does not walk) is inside this path.
+    # Where a move puts a folder or a link (and the names that place has through a link
+    # the root holds): what is inside it afterwards (a link's target included, which the
+    # move does not walk) is inside this path.
     landings: list[str] = field(default_factory=list)
+    # The names these paths also have through a link the root holds (`ci/evil.yml` is
+    # `.github/workflows/evil.yml` when that folder links to `ci/`): see `links_held`.
+    linked: list[str] = field(default_factory=list)
 
     def add(self, path: str) -> None:
         if path not in self.paths:
             self.paths.append(path)
+
+    @property
+    def names(self) -> list[str]:
+        """Every name the call's paths go by: what they resolve to, then their linked names."""
+        return self.paths + [p for p in self.linked if p not in self.paths]
 
 
 def named_paths(args: dict[str, Any]) -> list[str]:
@@ -259,6 +268,83 @@ def _resolve(ws: Workspace, user_path: str, found: Touched) -> str | None:
         except OSError:
             found.complete = False
     return entry
+
+
+def link_folders(globs: Iterable[str]) -> list[str]:
+    """The literal folders the anchored globs protect inside (`.github/workflows` for
+    `.github/workflows/**`, `app` for `app/*/migrations/**`): where a link the root holds
+    can give an unprotected file a protected name. An unanchored glob (`Makefile`,
+    `*.pem`) matches a root entry, and `add_linked` looks at every root entry anyway."""
+    found: list[str] = []
+    for line in globs:
+        glob = line.strip()
+        if not glob or glob.startswith(("#", "!")):
+            continue
+        glob = glob.rstrip("/")
+        if "/" not in glob.lstrip("/"):
+            continue  # unanchored: any depth
+        literal: list[str] = []
+        for part in glob.lstrip("/").split("/"):
+            if any(c in part for c in "*?[\\") or part in ("", ".", ".."):
+                break
+            literal.append(part)
+        folder = "/".join(literal)
+        if folder and folder not in found:
+            found.append(folder)
+    return found
+
+
+def links_held(ws: Workspace, folders: Iterable[str]) -> list[tuple[str, str]]:
+    """The links through which a protected name can reach another file, as (the link's
+    name, the real path it reaches): each root entry that is a link (`Makefile ->
+    build/rules.txt`, `.github -> meta`) and each of `folders` that resolves elsewhere
+    (`.github/workflows -> ../ci`). Links deeper in the tree, under an unanchored glob's
+    name (`services/api/Dockerfile`), are not looked for."""
+    if not ws.confined or ws.anchor is not None:
+        return []  # names relative to the primary root are written as the walk writes them
+    links: list[tuple[str, str]] = []
+    with contextlib.suppress(WorkspaceError, OSError):
+        folders = [*_root_links(ws), *folders]
+    for name in folders:
+        with contextlib.suppress(WorkspaceError, OSError):
+            with locate(ws, name, follow_final=True, defer_parents=True) as loc:
+                real = primary_rel(ws, loc.real_parts)
+            if real != name and (name, real) not in links:
+                links.append((name, real))
+    return links
+
+
+def add_linked(found: Touched, links: list[tuple[str, str]]) -> None:
+    """Adds the names `found`'s paths have through `links` to `found.linked`, and those of
+    its landings to `found.landings`: CI, a build or a protected glob reads the file by
+    that name, so the gate decides that name too."""
+    for kept, paths in ((found.linked, list(found.paths)), (found.landings, list(found.landings))):
+        for path in paths:
+            for alias in aliases(path, links):
+                if alias not in kept and alias not in found.paths:
+                    kept.append(alias)
+
+
+def aliases(path: str, links: list[tuple[str, str]]) -> Iterator[str]:
+    """The names `path` (real, root-relative) also has through `links`."""
+    for name, real in links:
+        if path == real:
+            yield name
+        elif real == ".":
+            yield f"{name}/{path}"
+        elif path.startswith(real + "/"):
+            yield name + path[len(real) :]
+
+
+def _root_links(ws: Workspace) -> list[str]:
+    """The names of the root's entries that are links (walked by fd, never followed)."""
+    with locate(ws, ".", follow_final=True, defer_parents=True) as loc:
+        fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
+    try:
+        with os.scandir(fd) as it:
+            return sorted(e.name for e in it if e.is_symlink())
+    finally:
+        os.close(fd)
 
 
 def _named_elsewhere(ws: Workspace, shown: str, rel: str) -> bool:

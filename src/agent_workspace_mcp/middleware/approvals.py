@@ -34,8 +34,12 @@ from ..core.callscope import (
     REVERTS,
     RUNS_PROGRAMS,
     Touched,
+    add_linked,
+    aliases,
     canonical,
     entries_below,
+    link_folders,
+    links_held,
     primary_rel,
     touched,
 )
@@ -78,6 +82,9 @@ class ApprovalGate(Middleware):
         self.risky_paths = [
             (rule, GitIgnoreSpec.from_lines(rule.paths)) for rule in self.risky if rule.paths
         ]
+        # Where a link the root holds could give a file a protected name (core.callscope).
+        globs = [*settings.confirm_path, *(g for rule in self.risky for g in rule.paths)]
+        self.link_folders = link_folders(globs)
         self.writes: dict[str, bool] = {}
         self.ours: dict[str, str] = {}
         # --stage-commands (issue 46): a command runs against a copy-on-write view first,
@@ -168,7 +175,7 @@ class ApprovalGate(Middleware):
                 f"--confirm-path (more than {limits.TOUCHED_ENTRIES_MAX} entries below "
                 "what it changes were not all looked at)"
             )
-        for path in scope.paths:
+        for path in scope.names:
             if self.protects(path):
                 return f"--confirm-path ({path})"
         for path in scope.landings:
@@ -184,7 +191,7 @@ class ApprovalGate(Middleware):
             over = rule.deletes_over
             if deletes and over is not None and (removed > over or not scope.complete):
                 return f"--confirm risky ({rule.name}: {removed} entries; {rule.why})"
-        for path in scope.paths:
+        for path in scope.names:
             hit = self._risky_rule(path)
             if hit is not None:
                 return f"--confirm risky ({hit.name}: {path} {hit.why})"
@@ -212,15 +219,21 @@ class ApprovalGate(Middleware):
 
     def guard(self, allowed: set[str]):
         """The write check for one call: a write that resolves to a protected path not in
-        `allowed` (what the person approved, or nothing) is refused at its open."""
+        `allowed` (what the person approved, or nothing) is refused at its open, under
+        any name a link the root holds gives it."""
+        links: dict[str, list[tuple[str, str]]] = {}  # per workspace, looked at once a call
 
         def check(loc: Located) -> None:
-            rel = primary_rel(loc.workspace, loc.real_parts)
+            ws = loc.workspace
+            rel = primary_rel(ws, loc.real_parts)
             covered: list[str | None] = [rel]
             st = loc.lstat()
             if st is not None and stat.S_ISDIR(st.st_mode) and loc.name:
                 covered.extend(entries_below(loc.dir_fd, loc.name, rel))
-            for path in covered:
+            if ws.name not in links:
+                links[ws.name] = links_held(ws, self.link_folders)
+            named = [a for p in covered if p is not None for a in aliases(p, links[ws.name])]
+            for path in [*covered, *named]:
                 if path is None or (path not in allowed and self.protects(path)):
                     raise ProtectedPathError(
                         f"{loc.display} resolves to {path or rel}, which --confirm-path "
@@ -235,9 +248,9 @@ class ApprovalGate(Middleware):
         """The paths the call touches: resolved from its arguments, or for an undo, the
         ones its own dry run reports (they come from the records, not the arguments)."""
         if tool not in REVERTS:
-            return await handoff.run_sync(lambda: touched(ws, tool, args))
-        if tool == "restore_file":
-            found = await handoff.run_sync(lambda: self._restore_paths(ws, args))
+            found = await handoff.run_sync(lambda: self._linked(ws, touched(ws, tool, args)))
+        elif tool == "restore_file":
+            found = await handoff.run_sync(lambda: self._linked(ws, self._restore_paths(ws, args)))
         else:
             preview = context.message.model_copy(update={"arguments": {**args, "dryRun": True}})
             with activity.isolated() as seen:
@@ -245,6 +258,14 @@ class ApprovalGate(Middleware):
             found = Touched(complete=len(seen.paths) < limits.UNDO_LINES_SHOWN)
             for path in seen.paths:
                 found.add(primary_rel(ws, tuple(p for p in path.split("/") if p)))
+            await handoff.run_sync(lambda: self._linked(ws, found))
+        return found
+
+    def _linked(self, ws, found: Touched) -> Touched:
+        """`found` with the names its paths have through links, when a path rule could
+        match one of them (the approval of the call covers those names too)."""
+        if self.paths is not None or self.risky_paths:
+            add_linked(found, links_held(ws, self.link_folders))
         return found
 
     def _restore_paths(self, ws, args: dict[str, Any]) -> Touched:
@@ -282,8 +303,9 @@ class ApprovalGate(Middleware):
         shown = {k: v for k, v in args.items() if k != "workspace"}
         head = f"{tool} in workspace {ws.name}"
         if scope is not None and scope.paths:
-            named = listing(scope.paths[: limits.CONFIRM_LIST_MAX])
-            more = len(scope.paths) - limits.CONFIRM_LIST_MAX
+            names = scope.names
+            named = listing(names[: limits.CONFIRM_LIST_MAX])
+            more = len(names) - limits.CONFIRM_LIST_MAX
             head += f"\ntouches: {named}" + (f" and {more} more" if more > 0 else "")
         if tool in PREVIEWED:  # the tool's own dry run: exactly the diff it would write
             preview = context.message.model_copy(update={"arguments": {**args, "dryRun": True}})
@@ -330,7 +352,7 @@ class ApprovalGate(Middleware):
         elif why is not None and self._writes(ours) and ours not in RUNS_PROGRAMS:
             # The request records what the call resolves to: a grant is bound to it.
             scope = await self.scope(context, call_next, ours, ws, args)
-        allowed = set(scope.paths) if scope is not None and why is not None else set()
+        allowed = set(scope.names) if scope is not None and why is not None else set()
         guarded = (self.paths is not None or bool(self.risky_paths)) and self._writes(ours)
 
         async def proceed(edited: dict[str, Any] | None = None) -> Any:
@@ -351,7 +373,7 @@ class ApprovalGate(Middleware):
         subject = current_subject()
         # The resolved paths are part of what is approved: the same arguments reaching
         # other files (a link swapped since) are another call.
-        call_digest = digest(tool, args, scope.paths if scope is not None else None)
+        call_digest = digest(tool, args, scope.names if scope is not None else None)
 
         async def off(fn, *a, **kw):
             try:
@@ -387,7 +409,7 @@ class ApprovalGate(Middleware):
                 session=session,
                 tool=tool,
                 why=why,
-                paths=scope.paths if scope is not None else None,
+                paths=scope.names if scope is not None else None,
                 call_digest=call_digest,
             )
             if granted is not None:
@@ -427,7 +449,7 @@ class ApprovalGate(Middleware):
                     session=session,
                     client=client,
                     staged=None if staged_ref is None else staged_ref[0],
-                    paths=scope.paths if scope is not None else None,
+                    paths=scope.names if scope is not None else None,
                     rule=why,
                     arguments=_editable(ours, args),
                 )
