@@ -298,14 +298,21 @@ def links_held(ws: Workspace, folders: Iterable[str]) -> list[tuple[str, str]]:
     """The links through which a protected name can reach another file, as (the link's
     name, the real path it reaches): each root entry that is a link (`Makefile ->
     build/rules.txt`, `.github -> meta`) and each of `folders` that resolves elsewhere
-    (`.github/workflows -> ../ci`). Links deeper in the tree, under an unanchored glob's
-    name (`services/api/Dockerfile`), are not looked for."""
+    (`.github/workflows -> ../ci`). Links deeper in the tree (under an unanchored glob's
+    name, `services/api/Dockerfile`, or below a wildcard, `app/*/migrations`) are not
+    looked for."""
     if not ws.confined or ws.anchor is not None:
         return []  # names relative to the primary root are written as the walk writes them
     links: list[tuple[str, str]] = []
-    with contextlib.suppress(WorkspaceError, OSError):
-        folders = [*_root_links(ws), *folders]
-    for name in folders:
+    try:
+        entries = _root_entries(ws)
+    except (WorkspaceError, OSError):
+        entries = {}
+    named = [name for name, is_link in entries.items() if is_link]
+    # A folder below a root link is reached through that link's own name already, and
+    # one below nothing leads nowhere: only those below a real root folder are walked.
+    named += [f for f in folders if "/" in f and entries.get(f.split("/", 1)[0]) is False]
+    for name in named:
         with contextlib.suppress(WorkspaceError, OSError):
             with locate(ws, name, follow_final=True, defer_parents=True) as loc:
                 real = primary_rel(ws, loc.real_parts)
@@ -336,13 +343,13 @@ def aliases(path: str, links: list[tuple[str, str]]) -> Iterator[str]:
             yield name + path[len(real) :]
 
 
-def _root_links(ws: Workspace) -> list[str]:
-    """The names of the root's entries that are links (walked by fd, never followed)."""
+def _root_entries(ws: Workspace) -> dict[str, bool]:
+    """The root's entries, each with whether it is a link (read by fd, never followed)."""
     with locate(ws, ".", follow_final=True, defer_parents=True) as loc:
         fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
     try:
         with os.scandir(fd) as it:
-            return sorted(e.name for e in it if e.is_symlink())
+            return {e.name: e.is_symlink() for e in sorted(it, key=lambda e: e.name)}
     finally:
         os.close(fd)
 
