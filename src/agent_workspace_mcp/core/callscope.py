@@ -274,7 +274,7 @@ def link_folders(globs: Iterable[str]) -> list[str]:
     """The literal folders the anchored globs protect inside (`.github/workflows` for
     `.github/workflows/**`, `app` for `app/*/migrations/**`): where a link the root holds
     can give an unprotected file a protected name. An unanchored glob (`Makefile`,
-    `*.pem`) matches a root entry, and `add_linked` looks at every root entry anyway."""
+    `*.pem`) matches a root entry, and `links_held` looks at every root entry anyway."""
     found: list[str] = []
     for line in globs:
         glob = line.strip()
