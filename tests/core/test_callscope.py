@@ -105,8 +105,15 @@ def test_a_file_has_the_names_the_root_links_give_it(ws, tmp_path: Path) -> None
     (tmp_path / "flows").mkdir()
     (tmp_path / "sub" / "flows").symlink_to("../flows")
     (tmp_path / "away").symlink_to("/")  # outside the root: no name inside it
-    links = callscope.links_held(ws, ["sub/flows", "nowhere/x"])
-    assert sorted(links) == [("mig", "migrations"), ("sub/flows", "flows")]
+    (tmp_path / "flows" / "deep").mkdir()
+    (tmp_path / "flows" / "deep" / "shared.yml").symlink_to("../../sub/s.yml")
+    links, complete = callscope.links_held(ws, ["sub/flows", "nowhere/x"])
+    assert complete
+    assert sorted(links) == [
+        ("mig", "migrations"),
+        ("sub/flows", "flows"),
+        ("sub/flows/deep/shared.yml", "sub/s.yml"),
+    ]
     found = callscope.touched(ws, "write_file", {"path": "flows/ci.yml"})
     found.landings.append("migrations")
     callscope.add_linked(found, links)
@@ -114,3 +121,16 @@ def test_a_file_has_the_names_the_root_links_give_it(ws, tmp_path: Path) -> None
     assert found.landings == ["migrations", "mig"]
     assert found.names == ["flows/ci.yml", "sub/flows/ci.yml"]
     assert list(callscope.aliases("migrationsX/1.sql", links)) == []
+
+
+def test_links_past_the_entry_bound_leave_the_call_incomplete(ws, tmp_path, monkeypatch) -> None:
+    """A protected folder with more entries than are looked at: a link may be among the
+    rest, so the call is incomplete (the gate asks) rather than decided on a part."""
+    for n in range(5):
+        (tmp_path / "migrations" / f"{n}.sql").write_text("x\n")
+    monkeypatch.setattr(callscope, "TOUCHED_ENTRIES_MAX", 3)
+    links, complete = callscope.links_held(ws, ["migrations"])
+    assert not complete
+    found = callscope.Touched(paths=["notes.txt"])
+    callscope.add_linked(found, links, complete)
+    assert not found.complete

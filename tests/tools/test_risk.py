@@ -189,6 +189,28 @@ async def test_a_file_a_protected_name_links_to_is_decided_as_that_name(root: Pa
     assert (root / "build" / "rules.txt").read_text() == "all:\n"
 
 
+async def test_a_file_a_workflow_link_reaches_is_decided_as_the_workflow(root: Path) -> None:
+    """`.github/workflows/shared.yml` is a link to `shared/ci.yml`: CI runs that file, so
+    writing, editing, moving or deleting it by its own name asks."""
+    (root / "shared").mkdir()
+    (root / "shared" / "ci.yml").write_text("on: push\n")
+    (root / ".github" / "workflows" / "shared.yml").symlink_to("../../shared/ci.yml")
+    ways = [
+        ("write_file", {"path": "shared/ci.yml", "content": "x\n"}),
+        ("edit_file", {"path": "shared/ci.yml", "oldString": "push", "newString": "pr"}),
+        ("delete_path", {"path": "shared/ci.yml"}),
+        ("move_path", {"source": "shared/ci.yml", "destination": "src/ci.yml"}),
+        ("delete_path", {"path": "shared", "recursive": True}),
+    ]
+    async with Client(server(root)) as client:
+        answers = [await ok(client, tool, **args) for tool, args in ways]
+        beside = await ok(client, "write_file", path="shared/other.yml", content="x\n")
+    assert [asked(a) for a in answers] == ["ci"] * len(ways), answers
+    assert ".github/workflows/shared.yml" in answers[0]
+    assert (root / "shared" / "ci.yml").read_text() == "on: push\n"
+    assert asked(beside) is None, beside
+
+
 async def test_commands_ask_only_with_network(root: Path) -> None:
     settings = {"shell_mode": "any", "sandbox": "none"}
     async with Client(server(root, **settings)) as client:

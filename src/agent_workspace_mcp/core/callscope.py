@@ -294,37 +294,86 @@ def link_folders(globs: Iterable[str]) -> list[str]:
     return found
 
 
-def links_held(ws: Workspace, folders: Iterable[str]) -> list[tuple[str, str]]:
-    """The links through which a protected name can reach another file, as (the link's
-    name, the real path it reaches): each root entry that is a link (`Makefile ->
-    build/rules.txt`, `.github -> meta`) and each of `folders` that resolves elsewhere
-    (`.github/workflows -> ../ci`). Links deeper in the tree (under an unanchored glob's
+def links_held(ws: Workspace, folders: Iterable[str]) -> tuple[list[tuple[str, str]], bool]:
+    """The links through which a protected name can reach another file, as (the name a
+    glob sees, the real path it reaches), and whether all were looked at: each root entry
+    that is a link (`Makefile -> build/rules.txt`, `.github -> meta`), each of `folders`
+    that resolves elsewhere (`.github/workflows -> ../ci`), and every link below one of
+    `folders` (`.github/workflows/ci.yml -> ../../shared/ci.yml`), walked by fd up to
+    TOUCHED_ENTRIES_MAX entries. Links elsewhere in the tree (under an unanchored glob's
     name, `services/api/Dockerfile`, or below a wildcard, `app/*/migrations`) are not
     looked for."""
     if not ws.confined or ws.anchor is not None:
-        return []  # names relative to the primary root are written as the walk writes them
-    links: list[tuple[str, str]] = []
+        return [], True  # names relative to the primary root are written as the walk writes them
     try:
         entries = _root_entries(ws)
     except (WorkspaceError, OSError):
         entries = {}
     named = [name for name, is_link in entries.items() if is_link]
-    # A folder below a root link is reached through that link's own name already, and
-    # one below nothing leads nowhere: only those below a real root folder are walked.
-    named += [f for f in folders if "/" in f and entries.get(f.split("/", 1)[0]) is False]
+    complete = True
+    for folder in folders:
+        if folder.split("/", 1)[0] not in entries:
+            continue  # nothing there: no link below it either
+        named.append(folder)
+        below, whole = _links_below(ws, folder)
+        named += below
+        complete = complete and whole
+    links: list[tuple[str, str]] = []
     for name in named:
         with contextlib.suppress(WorkspaceError, OSError):
             with locate(ws, name, follow_final=True, defer_parents=True) as loc:
                 real = primary_rel(ws, loc.real_parts)
             if real != name and (name, real) not in links:
                 links.append((name, real))
-    return links
+    return links, complete
 
 
-def add_linked(found: Touched, links: list[tuple[str, str]]) -> None:
+def _links_below(ws: Workspace, folder: str) -> tuple[list[str], bool]:
+    """The links below `folder` (reached as named, its own link followed), each named
+    below it as a glob sees it; False when more than TOUCHED_ENTRIES_MAX entries were
+    there to look at."""
+    found: list[str] = []
+    try:
+        with locate(ws, folder, follow_final=True, defer_parents=True) as loc:
+            st = loc.lstat()
+            if st is None or not stat.S_ISDIR(st.st_mode):
+                return found, True
+            fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
+    except (WorkspaceError, OSError):
+        return found, True  # the walk refuses it: nothing a write could reach through it
+    count = 0
+    stack = [(fd, folder)]
+    try:
+        while stack:
+            top, prefix = stack.pop()
+            try:
+                with os.scandir(top) as it:
+                    kinds = [(e.name, e.is_symlink(), e.is_dir(follow_symlinks=False)) for e in it]
+                for name, is_link, is_dir in kinds:
+                    count += 1
+                    if count > TOUCHED_ENTRIES_MAX:
+                        return found, False
+                    if is_link:
+                        found.append(f"{prefix}/{name}")
+                    elif is_dir:
+                        with contextlib.suppress(OSError):
+                            stack.append((os.open(name, DIR_FLAGS, dir_fd=top), f"{prefix}/{name}"))
+            except OSError:
+                continue
+            finally:
+                os.close(top)
+    finally:
+        for top, _ in stack:
+            os.close(top)
+    return found, True
+
+
+def add_linked(found: Touched, links: list[tuple[str, str]], complete: bool = True) -> None:
     """Adds the names `found`'s paths have through `links` to `found.linked`, and those of
     its landings to `found.landings`: CI, a build or a protected glob reads the file by
-    that name, so the gate decides that name too."""
+    that name, so the gate decides that name too. `complete=False` (not every link was
+    looked at) makes `found` incomplete, which the gate asks about."""
+    found.complete = found.complete and complete
     for kept, paths in ((found.linked, list(found.paths)), (found.landings, list(found.landings))):
         for path in paths:
             for alias in aliases(path, links):

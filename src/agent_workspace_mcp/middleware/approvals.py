@@ -221,7 +221,8 @@ class ApprovalGate(Middleware):
         """The write check for one call: a write that resolves to a protected path not in
         `allowed` (what the person approved, or nothing) is refused at its open, under
         any name a link the root holds gives it."""
-        links: dict[str, list[tuple[str, str]]] = {}  # per workspace, looked at once a call
+        # per workspace, looked at once a call: the links, and whether all were looked at
+        links: dict[str, tuple[list[tuple[str, str]], bool]] = {}
 
         def check(loc: Located) -> None:
             ws = loc.workspace
@@ -232,8 +233,11 @@ class ApprovalGate(Middleware):
                 covered.extend(entries_below(loc.dir_fd, loc.name, rel))
             if ws.name not in links:
                 links[ws.name] = links_held(ws, self.link_folders)
-            named = [a for p in covered if p is not None for a in aliases(p, links[ws.name])]
-            for path in [*covered, *named]:
+            held, whole = links[ws.name]
+            named = [a for p in covered if p is not None for a in aliases(p, held)]
+            # Links not all looked at (a protected folder past TOUCHED_ENTRIES_MAX): the
+            # gate asked about the call, and only an approved one goes on.
+            for path in [*covered, *named, *([] if whole or allowed else [None])]:
                 if path is None or (path not in allowed and self.protects(path)):
                     raise ProtectedPathError(
                         f"{loc.display} resolves to {path or rel}, which --confirm-path "
@@ -265,7 +269,7 @@ class ApprovalGate(Middleware):
         """`found` with the names its paths have through links, when a path rule could
         match one of them (the approval of the call covers those names too)."""
         if self.paths is not None or self.risky_paths:
-            add_linked(found, links_held(ws, self.link_folders))
+            add_linked(found, *links_held(ws, self.link_folders))
         return found
 
     def _restore_paths(self, ws, args: dict[str, Any]) -> Touched:

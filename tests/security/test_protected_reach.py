@@ -1,0 +1,124 @@
+"""What a protected folder holds never changes without a question, whatever links the
+repository ships and whatever tool or spelling the agent uses.
+
+The oracle is what CI (or a migration runner) reads: every file reachable below the
+protected folder, links followed, by content. Each call runs on a fresh copy of a
+repository laid out one way; a call that changed that view ran unasked is a bypass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.core import limits
+from tests.helpers import call
+
+
+@pytest.fixture(autouse=True)
+def short_polls(monkeypatch) -> None:
+    monkeypatch.setattr(limits, "CONFIRM_POLL_SECONDS", 0.02)
+
+
+def _layouts(folder: str) -> dict[str, tuple[Callable[[Path], None], str]]:
+    """name -> (how the repository is laid out, where the protected files really are)."""
+    top = folder.rpartition("/")[0]
+    first, _, rest = folder.partition("/")
+
+    def plain(r: Path) -> None:
+        (r / folder).mkdir(parents=True)
+        (r / folder / "one.yml").write_text("on: push\n")
+
+    def folder_link(r: Path) -> None:  # `folder` -> ../real
+        (r / "real").mkdir()
+        (r / "real" / "one.yml").write_text("on: push\n")
+        if top:
+            (r / top).mkdir(parents=True)
+        (r / folder).symlink_to(os.path.relpath(r / "real", (r / folder).parent))
+
+    def top_link(r: Path) -> None:  # the first component -> meta
+        (r / "meta" / rest).mkdir(parents=True)
+        (r / "meta" / rest / "one.yml").write_text("on: push\n")
+        (r / first).symlink_to("meta")
+
+    def file_link(r: Path) -> None:  # `folder/one.yml` -> shared/one.yml
+        (r / folder).mkdir(parents=True)
+        (r / "shared").mkdir()
+        (r / "shared" / "one.yml").write_text("on: push\n")
+        (r / folder / "one.yml").symlink_to(os.path.relpath(r / "shared" / "one.yml", r / folder))
+
+    return {
+        "plain": (plain, folder),
+        "folder-link": (folder_link, "real"),
+        "top-link": (top_link, f"meta/{rest}" if rest else "meta"),
+        "file-link": (file_link, "shared"),
+    }
+
+
+def _calls(t: str) -> list[tuple[str, dict]]:
+    one = f"{t}/one.yml"
+    return [
+        ("write_file", {"path": f"{t}/evil.yml", "content": "x\n"}),
+        ("write_file", {"path": one, "content": "x\n"}),
+        ("edit_file", {"path": one, "oldString": "push", "newString": "pr"}),
+        ("patch", {"edits": [{"path": one, "oldString": "push", "newString": "pr"}]}),
+        ("apply_patch", {"patch": f"--- a/{one}\n+++ b/{one}\n@@ -1 +1 @@\n-on: push\n+on: pr\n"}),
+        ("apply_patch", {"patch": f"--- /dev/null\n+++ b/{t}/new.yml\n@@ -0,0 +1 @@\n+x\n"}),
+        ("write_binary_file", {"path": f"{t}/b.yml", "contentBase64": "eAo="}),
+        ("delete_path", {"path": one}),
+        ("move_path", {"source": "stage/x.yml", "destination": f"{t}/x.yml"}),
+        ("move_path", {"source": "stage", "destination": f"{t}/sub"}),
+        ("rename_path", {"path": one, "newName": "old.yml"}),
+        ("move_path", {"source": one, "destination": "elsewhere.yml"}),
+        ("delete_path", {"path": t.split("/")[0], "recursive": True}),
+    ]
+
+
+def _reads(root: Path, folder: str) -> dict[str, str]:
+    """What a reader of `folder` sees: every file below it, links followed."""
+    seen = {}
+    for where, _dirs, files in os.walk(root / folder, followlinks=True):
+        for name in files:
+            path = Path(where) / name
+            try:
+                seen[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                seen[str(path.relative_to(root))] = "unreadable"
+    return seen
+
+
+CASES = [
+    (".github/workflows", {"confirm": ("risky",)}),
+    ("db/migrations", {"confirm_path": ("db/migrations/**",)}),
+]
+
+
+@pytest.mark.parametrize("layout", ["plain", "folder-link", "top-link", "file-link"])
+@pytest.mark.parametrize(("folder", "policy"), CASES, ids=["ci", "confirm-path"])
+async def test_no_call_changes_a_protected_folder_unasked(
+    tmp_path: Path, folder: str, policy: dict, layout: str
+) -> None:
+    make, real = _layouts(folder)[layout]
+    bypasses = []
+    for n, (tool, args) in enumerate(_calls(real)):
+        root = tmp_path / f"{n}"
+        root.mkdir()
+        make(root)
+        (root / "stage").mkdir()
+        (root / "stage" / "x.yml").write_text("evil\n")
+        before = _reads(root, folder)
+        assert before, "the layout holds a protected file"
+        settings = Settings(
+            root=str(root), audit=False, confirm_via=("console",), confirm_wait=0.02, **policy
+        )
+        async with Client(create_server(settings)) as client:
+            answer = await call(client, tool, **args)
+        if not answer.text.startswith("Not run yet") and _reads(root, folder) != before:
+            bypasses.append(f"{tool} {args}: {answer.text.splitlines()[0]}")
+    assert not bypasses, bypasses
