@@ -96,7 +96,7 @@ def test_the_folders_a_link_could_give_a_protected_name() -> None:
         "# a comment",
         ".github/workflows/*.yml",
     ]
-    assert callscope.link_folders(globs) == [".github/workflows", "app"]
+    assert callscope.link_folders(globs) == [".github/workflows", "app", "Makefile", "docs"]
 
 
 def test_a_file_has_the_names_the_root_links_give_it(ws, tmp_path: Path) -> None:

@@ -96,11 +96,14 @@ def _reads(root: Path, folder: str) -> dict[str, str]:
 CASES = [
     (".github/workflows", {"confirm": ("risky",)}),
     ("db/migrations", {"confirm_path": ("db/migrations/**",)}),
+    ("secrets", {"confirm_path": ("secrets/",)}),  # unanchored: a `secrets` folder anywhere
 ]
 
 
 @pytest.mark.parametrize("layout", ["plain", "folder-link", "top-link", "file-link"])
-@pytest.mark.parametrize(("folder", "policy"), CASES, ids=["ci", "confirm-path"])
+@pytest.mark.parametrize(
+    ("folder", "policy"), CASES, ids=["ci", "confirm-path", "confirm-path-unanchored"]
+)
 async def test_no_call_changes_a_protected_folder_unasked(
     tmp_path: Path, folder: str, policy: dict, layout: str
 ) -> None:

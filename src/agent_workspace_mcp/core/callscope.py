@@ -271,24 +271,23 @@ def _resolve(ws: Workspace, user_path: str, found: Touched) -> str | None:
 
 
 def link_folders(globs: Iterable[str]) -> list[str]:
-    """The literal folders the anchored globs protect inside (`.github/workflows` for
-    `.github/workflows/**`, `app` for `app/*/migrations/**`): where a link the root holds
-    can give an unprotected file a protected name. An unanchored glob (`Makefile`,
-    `*.pem`) matches a root entry, and `links_held` looks at every root entry anyway."""
+    """The literal folders the globs protect inside, as seen from the root: an anchored
+    glob's leading literal part (`.github/workflows` for `.github/workflows/**`, `app`
+    for `app/*/migrations/**`), and an unanchored glob that is a plain name (`secrets/`,
+    `Makefile`) at the root. `links_held` walks below them for links; every other root
+    entry that is a link it looks at anyway."""
     found: list[str] = []
     for line in globs:
         glob = line.strip()
         if not glob or glob.startswith(("#", "!")):
             continue
-        glob = glob.rstrip("/")
-        if "/" not in glob.lstrip("/"):
-            continue  # unanchored: any depth
+        parts = glob.strip("/").split("/")
         literal: list[str] = []
-        for part in glob.lstrip("/").split("/"):
+        for part in parts:
             if any(c in part for c in "*?[\\") or part in ("", ".", ".."):
                 break
             literal.append(part)
-        folder = "/".join(literal)
+        folder = "/".join(literal)  # empty for `*.pem`, `**/requirements/*.txt`
         if folder and folder not in found:
             found.append(folder)
     return found
@@ -309,38 +308,49 @@ def links_held(ws: Workspace, folders: Iterable[str]) -> tuple[list[tuple[str, s
         entries = _root_entries(ws)
     except (WorkspaceError, OSError):
         entries = {}
-    named = [name for name, is_link in entries.items() if is_link]
+    links: list[tuple[str, str]] = []
+
+    def add(name: str, real: str | None) -> None:
+        if real is not None and real != name and (name, real) not in links:
+            links.append((name, real))
+
+    for name, kind in entries.items():
+        if kind == "link":
+            add(name, _real(ws, name))
     complete = True
     for folder in folders:
-        if folder.split("/", 1)[0] not in entries:
-            continue  # nothing there: no link below it either
-        named.append(folder)
-        below, whole = _links_below(ws, folder)
-        named += below
+        if entries.get(folder.split("/", 1)[0]) not in ("link", "folder"):
+            continue  # nothing there, or a file: no link below it
+        real, below, whole = _links_below(ws, folder)
+        add(folder, real)
+        for name in below:
+            add(name, _real(ws, name))
         complete = complete and whole
-    links: list[tuple[str, str]] = []
-    for name in named:
-        with contextlib.suppress(WorkspaceError, OSError):
-            with locate(ws, name, follow_final=True, defer_parents=True) as loc:
-                real = primary_rel(ws, loc.real_parts)
-            if real != name and (name, real) not in links:
-                links.append((name, real))
     return links, complete
 
 
-def _links_below(ws: Workspace, folder: str) -> tuple[list[str], bool]:
-    """The links below `folder` (reached as named, its own link followed), each named
-    below it as a glob sees it; False when more than TOUCHED_ENTRIES_MAX entries were
-    there to look at."""
+def _real(ws: Workspace, name: str) -> str | None:
+    """The real path `name` reaches, links followed; None when the walk refuses it."""
+    try:
+        with locate(ws, name, follow_final=True, defer_parents=True) as loc:
+            return primary_rel(ws, loc.real_parts)
+    except (WorkspaceError, OSError):
+        return None
+
+
+def _links_below(ws: Workspace, folder: str) -> tuple[str | None, list[str], bool]:
+    """The real path `folder` reaches and the links below it, each named below `folder`
+    as a glob sees it; False when more than TOUCHED_ENTRIES_MAX entries were there."""
     found: list[str] = []
     try:
         with locate(ws, folder, follow_final=True, defer_parents=True) as loc:
+            real = primary_rel(ws, loc.real_parts)
             st = loc.lstat()
             if st is None or not stat.S_ISDIR(st.st_mode):
-                return found, True
+                return real, found, True
             fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
     except (WorkspaceError, OSError):
-        return found, True  # the walk refuses it: nothing a write could reach through it
+        return None, found, True  # the walk refuses it: nothing a write reaches through it
     count = 0
     stack = [(fd, folder)]
     try:
@@ -348,14 +358,14 @@ def _links_below(ws: Workspace, folder: str) -> tuple[list[str], bool]:
             top, prefix = stack.pop()
             try:
                 with os.scandir(top) as it:
-                    kinds = [(e.name, e.is_symlink(), e.is_dir(follow_symlinks=False)) for e in it]
-                for name, is_link, is_dir in kinds:
+                    kinds = [(e.name, _kind(e)) for e in it]
+                for name, kind in kinds:
                     count += 1
                     if count > TOUCHED_ENTRIES_MAX:
-                        return found, False
-                    if is_link:
+                        return real, found, False
+                    if kind == "link":
                         found.append(f"{prefix}/{name}")
-                    elif is_dir:
+                    elif kind == "folder":
                         with contextlib.suppress(OSError):
                             stack.append((os.open(name, DIR_FLAGS, dir_fd=top), f"{prefix}/{name}"))
             except OSError:
@@ -365,7 +375,7 @@ def _links_below(ws: Workspace, folder: str) -> tuple[list[str], bool]:
     finally:
         for top, _ in stack:
             os.close(top)
-    return found, True
+    return real, found, True
 
 
 def add_linked(found: Touched, links: list[tuple[str, str]], complete: bool = True) -> None:
@@ -392,15 +402,22 @@ def aliases(path: str, links: list[tuple[str, str]]) -> Iterator[str]:
             yield name + path[len(real) :]
 
 
-def _root_entries(ws: Workspace) -> dict[str, bool]:
-    """The root's entries, each with whether it is a link (read by fd, never followed)."""
+def _root_entries(ws: Workspace) -> dict[str, str]:
+    """The root's entries, each as "link", "folder" or "file" (read by fd, never
+    followed)."""
     with locate(ws, ".", follow_final=True, defer_parents=True) as loc:
         fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
     try:
         with os.scandir(fd) as it:
-            return {e.name: e.is_symlink() for e in sorted(it, key=lambda e: e.name)}
+            return {e.name: _kind(e) for e in sorted(it, key=lambda e: e.name)}
     finally:
         os.close(fd)
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    if entry.is_symlink():
+        return "link"
+    return "folder" if entry.is_dir(follow_symlinks=False) else "file"
 
 
 def _named_elsewhere(ws: Workspace, shown: str, rel: str) -> bool:
