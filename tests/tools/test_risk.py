@@ -207,6 +207,16 @@ async def test_a_file_a_workflow_link_reaches_is_decided_as_the_workflow(root: P
         beside = await ok(client, "write_file", path="shared/other.yml", content="x\n")
     assert [asked(a) for a in answers] == ["ci"] * len(ways), answers
     assert ".github/workflows/shared.yml" in answers[0]
+    from agent_workspace_mcp.console.state import ConsoleState
+    from agent_workspace_mcp.core.workspaces import WorkspaceRegistry
+
+    state = ConsoleState(
+        WorkspaceRegistry.confined(str(root), ()),
+        journal_max_bytes=limits.JOURNAL_MAX_BYTES_DEFAULT,
+        checkpoint_max_bytes=limits.CHECKPOINT_STORE_MAX_BYTES,
+    )
+    shown = next(r["summary"] for r in state.approvals() if r["tool"] == "write_file")
+    assert "touches: shared/ci.yml\nthrough a link, also: .github/workflows/shared.yml" in shown
     assert (root / "shared" / "ci.yml").read_text() == "on: push\n"
     assert asked(beside) is None, beside
 

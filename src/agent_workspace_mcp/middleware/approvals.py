@@ -307,10 +307,10 @@ class ApprovalGate(Middleware):
         shown = {k: v for k, v in args.items() if k != "workspace"}
         head = f"{tool} in workspace {ws.name}"
         if scope is not None and scope.paths:
-            names = scope.names
-            named = listing(names[: limits.CONFIRM_LIST_MAX])
-            more = len(names) - limits.CONFIRM_LIST_MAX
-            head += f"\ntouches: {named}" + (f" and {more} more" if more > 0 else "")
+            head += "\ntouches: " + _listed(scope.paths)
+            linked = [p for p in scope.linked if p not in scope.paths]
+            if linked:  # why a call on `shared/ci.yml` is asked about as a workflow
+                head += "\nthrough a link, also: " + _listed(linked)
         if tool in PREVIEWED:  # the tool's own dry run: exactly the diff it would write
             preview = context.message.model_copy(update={"arguments": {**args, "dryRun": True}})
             with activity.isolated():
@@ -906,6 +906,11 @@ def _delete_listing(ws, path: str) -> str:
     also = f" (its {listing(sorted(special))} included)" if special else ""
     more = f"\n… and {count - len(found)} more" if count > len(found) else ""
     return f"removes the folder {path} and all {total} below it{also}:\n" + "\n".join(found) + more
+
+
+def _listed(paths: list[str]) -> str:
+    more = len(paths) - limits.CONFIRM_LIST_MAX
+    return listing(paths[: limits.CONFIRM_LIST_MAX]) + (f" and {more} more" if more > 0 else "")
 
 
 def _inside(folder: str) -> str:
