@@ -341,41 +341,21 @@ def _real(ws: Workspace, name: str) -> str | None:
 def _links_below(ws: Workspace, folder: str) -> tuple[str | None, list[str], bool]:
     """The real path `folder` reaches and the links below it, each named below `folder`
     as a glob sees it; False when more than TOUCHED_ENTRIES_MAX entries were there."""
-    found: list[str] = []
     try:
         with locate(ws, folder, follow_final=True, defer_parents=True) as loc:
             real = primary_rel(ws, loc.real_parts)
             st = loc.lstat()
             if st is None or not stat.S_ISDIR(st.st_mode):
-                return real, found, True
-            fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
+                return real, [], True
+            found: list[str] = []
+            for path, kind in _walk_below(loc.dir_fd, loc.name, folder):
+                if path is None:
+                    return real, found, False
+                if kind == "link":
+                    found.append(path)
+            return real, found, True
     except (WorkspaceError, OSError):
-        return None, found, True  # the walk refuses it: nothing a write reaches through it
-    count = 0
-    stack = [(fd, folder)]
-    try:
-        while stack:
-            top, prefix = stack.pop()
-            try:
-                with os.scandir(top) as it:
-                    kinds = [(e.name, _kind(e)) for e in it]
-                for name, kind in kinds:
-                    count += 1
-                    if count > TOUCHED_ENTRIES_MAX:
-                        return real, found, False
-                    if kind == "link":
-                        found.append(f"{prefix}/{name}")
-                    elif kind == "folder":
-                        with contextlib.suppress(OSError):
-                            stack.append((os.open(name, DIR_FLAGS, dir_fd=top), f"{prefix}/{name}"))
-            except OSError:
-                continue
-            finally:
-                os.close(top)
-    finally:
-        for top, _ in stack:
-            os.close(top)
-    return real, found, True
+        return None, [], True  # the walk refuses it: nothing a write reaches through it
 
 
 def add_linked(found: Touched, links: list[tuple[str, str]], complete: bool = True) -> None:
@@ -455,6 +435,12 @@ def _below(dir_fd: int, name: str, rel: str, found: Touched) -> None:
 def entries_below(dir_fd: int, name: str, rel: str) -> Iterator[str | None]:
     """Every entry below a directory (files, folders, links, `.git` included), by fd and
     never through a link; None once TOUCHED_ENTRIES_MAX were given (the rest unseen)."""
+    for path, _kind in _walk_below(dir_fd, name, rel):
+        yield path
+
+
+def _walk_below(dir_fd: int, name: str, rel: str) -> Iterator[tuple[str | None, str]]:
+    """`entries_below`, each entry with its kind ("link", "folder" or "file")."""
     count = 0
     stack: list[tuple[int, str]] = [(os.open(name or ".", DIR_FLAGS, dir_fd=dir_fd), rel)]
     try:
@@ -463,17 +449,17 @@ def entries_below(dir_fd: int, name: str, rel: str) -> Iterator[str | None]:
             try:
                 try:
                     with os.scandir(top) as it:
-                        names = sorted((e.name, e.is_dir(follow_symlinks=False)) for e in it)
+                        kinds = sorted((e.name, _kind(e)) for e in it)
                 except OSError:
-                    names = []
-                for child, is_dir in names:
+                    kinds = []
+                for child, kind in kinds:
                     count += 1
                     if count > TOUCHED_ENTRIES_MAX:
-                        yield None
+                        yield None, ""
                         return
                     path = f"{prefix}/{child}" if prefix != "." else child
-                    yield path
-                    if is_dir:
+                    yield path, kind
+                    if kind == "folder":
                         with contextlib.suppress(OSError):
                             stack.append((os.open(child, DIR_FLAGS, dir_fd=top), path))
             finally:

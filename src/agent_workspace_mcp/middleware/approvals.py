@@ -85,6 +85,7 @@ class ApprovalGate(Middleware):
         # Where a link the root holds could give a file a protected name (core.callscope).
         globs = [*settings.confirm_path, *(g for rule in self.risky for g in rule.paths)]
         self.link_folders = link_folders(globs)
+        self.path_rules = self.paths is not None or bool(self.risky_paths)  # any path decides
         self.writes: dict[str, bool] = {}
         self.ours: dict[str, str] = {}
         # --stage-commands (issue 46): a command runs against a copy-on-write view first,
@@ -268,7 +269,7 @@ class ApprovalGate(Middleware):
     def _linked(self, ws, found: Touched) -> Touched:
         """`found` with the names its paths have through links, when a path rule could
         match one of them (the approval of the call covers those names too)."""
-        if self.paths is not None or self.risky_paths:
+        if self.path_rules:
             add_linked(found, *links_held(ws, self.link_folders))
         return found
 
@@ -357,7 +358,7 @@ class ApprovalGate(Middleware):
             # The request records what the call resolves to: a grant is bound to it.
             scope = await self.scope(context, call_next, ours, ws, args)
         allowed = set(scope.names) if scope is not None and why is not None else set()
-        guarded = (self.paths is not None or bool(self.risky_paths)) and self._writes(ours)
+        guarded = self.path_rules and self._writes(ours)
 
         async def proceed(edited: dict[str, Any] | None = None) -> Any:
             """Run the call (with the person's version of its arguments, if they edited)."""
