@@ -112,12 +112,28 @@ def _warn_exec_off(settings: Settings) -> None:
         log.warning("command execution is off over HTTP; pass --allow-remote-exec to enable it")
 
 
+def _warn_commands_unheld(settings: Settings) -> None:
+    """The path rules see a command's changes only through a staged view: say so once."""
+    from .core.callscope import RUNS_PROGRAMS
+
+    confirm = set(settings.confirm)
+    rules = "risky" in confirm or bool(settings.confirm_path)
+    every_command_asked = "exec" in confirm or bool(confirm & RUNS_PROGRAMS)
+    held = settings.stage_commands or every_command_asked
+    if rules and settings.commands_enabled and not held:
+        log.warning(
+            "--confirm risky/--confirm-path decide the file tools' changes; a command's "
+            "are recorded and undoable but not asked about: add --stage-commands"
+        )
+
+
 def build(settings: Settings) -> tuple[FastMCP, Services]:
     """The app and the services behind it (for callers that manage shutdown themselves)."""
     _configure_logging(settings.log_level)
     quiet_expected_failures()
     registry = preflight(settings)
     _warn_exec_off(settings)
+    _warn_commands_unheld(settings)
     auth = None
     if settings.http and not settings.no_auth:  # lazily: a stdio start imports no HTTP code
         from .transports.auth import build_auth
@@ -144,6 +160,7 @@ def build(settings: Settings) -> tuple[FastMCP, Services]:
 
         stage = staging.check(
             confirm=settings.confirm,
+            confirm_path=settings.confirm_path,
             runs_programs=RUNS_PROGRAMS,
             commands=settings.commands_enabled,
             unconfined=settings.unconfined,

@@ -226,9 +226,10 @@ class Settings(BaseModel):
         EXECUTION, "--sandbox-network", ("WORKSPACE_MCP_SANDBOX_NETWORK",),
     )] = False
     stage_commands: Annotated[bool, Opt(
-        "with --confirm exec: run each command in the sandbox against a copy-on-write view "
-        "of the workspace; what it changed is shown in the approval request and lands only "
-        "when a person approves (needs bubblewrap and fuse-overlayfs; no --sandbox-network)",
+        "run each command in the sandbox against a copy-on-write view of the workspace; "
+        "with --confirm exec what it changed lands only when a person approves, with "
+        "--confirm risky or --confirm-path only when it meets a rule (needs bubblewrap and "
+        "fuse-overlayfs; no --sandbox-network)",
         EXECUTION, "--stage-commands", ("WORKSPACE_MCP_STAGE_COMMANDS",),
     )] = False
     state_not_shared: Annotated[bool, Opt(

@@ -13,6 +13,7 @@ approved. No answer within `--confirm-timeout`: refused. No one to ask: refused.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import logging
@@ -61,6 +62,8 @@ CLASSES = ("exec", "destructive", "write", "risky")
 # write, the paths an undo would put back).
 PREVIEWED = ("edit_file", "patch", "apply_patch", "undo", "review_undo")
 ASK = "approval"  # the key of our input request
+# Why a staged command is held before its change set is known (it then names the rule).
+STAGED_RULES = "--confirm risky/--confirm-path: what the command changes"
 log = logging.getLogger("agent_workspace_mcp")
 
 
@@ -345,7 +348,10 @@ class ApprovalGate(Middleware):
         ours = canonical(self.ours.get(tool, tool))
         why = self.named(ours, args)
         scope: Touched | None = None
-        if why is None and not self.needs_scope(ours):
+        # --stage-commands under the path rules: a command no rule names by its argv runs
+        # against a view, and what it changed decides (`by_rules` below).
+        by_rules = why is None and self.stage and ours in RUNS_PROGRAMS
+        if why is None and not by_rules and not self.needs_scope(ours):
             return await call_next(context)
         try:
             ws = self.services.workspaces.get(args.get("workspace"))
@@ -373,8 +379,9 @@ class ApprovalGate(Middleware):
             with checking_writes(self.guard(allowed)):
                 return await call_next(ctx)
 
-        if why is None:
+        if why is None and not by_rules:
             return await proceed()
+        why = why or STAGED_RULES  # until the change set names the rule it meets
         subject = current_subject()
         # The resolved paths are part of what is approved: the same arguments reaching
         # other files (a link swapped since) are another call.
@@ -396,7 +403,7 @@ class ApprovalGate(Middleware):
                 f"{record['id']} approved by {by} via {via} (digest {call_digest[:12]})"
             )
             if staged:  # what lands is the change set shown, the command does not run again
-                return await self._land(ws, tool, record)
+                return await self._land(ws, tool, record, set(record.get("paths") or ()))
             if record.get("edit"):
                 return await self._edited(ws, record, ours, args, scope, proceed)
             return await proceed()
@@ -427,11 +434,24 @@ class ApprovalGate(Middleware):
         asked = None
         if staged:
             asked = await off(self.approvals.asked, ws, subject=subject, call_digest=call_digest)
+            if asked is not None and by_rules:
+                why = str(asked.get("rule") or why)
             if asked is None:  # nothing waiting for this call: run it against a view
                 ran = await self._stage(context, call_next, ws, tool, args)
                 if not isinstance(ran, tuple):
                     return ran  # it changed nothing, or never ran: its own answer
-                staged_ref = ran
+                ref, shown, proposal = ran
+                staged_ref = ref, shown
+                # The request names what the change set changes, links included: what
+                # lands may reach no protected name beyond those (the guard at landing).
+                scope = await handoff.run_sync(lambda: self._changed(ws, proposal))
+                if by_rules:
+                    if not proposal.landable:  # no approval could land it: say so, ask no one
+                        raise ToolError(f"not landed: {tool} ran staged; {_unlandable(proposal)}")
+                    rule = self._staged_rule(ours, scope)
+                    if rule is None:  # what it changed meets no rule: it lands now
+                        return await self._land(ws, tool, None, set(), ref)
+                    why = rule
 
         async def ask(announce_it: bool = True) -> dict[str, Any]:
             """The pending request for this call, showing what will run (refused if a
@@ -638,7 +658,29 @@ class ApprovalGate(Middleware):
             return ToolResult(
                 content=f"{_text(result)}\n[ran staged: it changed nothing in the workspace]"
             )
-        return await handoff.run_sync(lambda: self._staged_request(ws, tool, args, box))
+        ref, shown = await handoff.run_sync(lambda: self._staged_request(ws, tool, args, box))
+        return ref, shown, proposal
+
+    def _changed(self, ws, proposal: staging.Proposal) -> Touched:
+        """A staged change set as the path rules see a file tool's call: every path it
+        changes, what it deletes, a link it places (what the link reaches lands there), and
+        the names the root's links give those paths."""
+        found = Touched(complete=proposal.complete)  # `deletes` stays False: see _staged_rule
+        for rel, (_before, after) in proposal.changes.items():
+            found.add(rel)
+            if after.get("t") == "-":
+                found.entries += 1
+            elif after.get("t") == "l":
+                found.landings.append(rel)
+        return self._linked(ws, found)
+
+    def _staged_rule(self, tool: str, found: Touched) -> str | None:
+        """Which rule asks about a staged change set: removing more than the policy's
+        bound (the entries it removes, not the paths it changes), else the path rules."""
+        for rule in self.risky:
+            if rule.deletes_over is not None and found.entries > rule.deletes_over:
+                return f"--confirm risky ({rule.name}: {found.entries} entries; {rule.why})"
+        return self.by_paths(tool, found)
 
     def _staged_request(self, ws, tool: str, args: dict[str, Any], box) -> tuple[str, str]:
         store = self.services.checkpoints(ws)
@@ -658,26 +700,41 @@ class ApprovalGate(Middleware):
         cap = limits.CONFIRM_SUMMARY_MAX_CHARS
         return ref, shown if len(shown) <= cap else shown[:cap] + "\n… (cut)"
 
-    async def _land(self, ws, tool: str, record: dict[str, Any]) -> Any:
-        """An approved staged command: its change set, exactly as shown, into the tree."""
-        ref = record.get("staged")
+    async def _land(
+        self,
+        ws,
+        tool: str,
+        record: dict[str, Any] | None,
+        allowed: set[str],
+        ref: str | None = None,
+    ) -> Any:
+        """A staged command's change set, exactly as shown, into the tree: approved by
+        `record`, or (None) meeting no rule; a write that reaches a protected name not in
+        `allowed` (a link made since the change set was looked at) is refused at its open."""
+        ref = record.get("staged") if record is not None else ref
+        by = (
+            f"approved by {record.get('decided_by')} ({record['id']})"
+            if record is not None
+            else "no rule asked about them"
+        )
 
         def work() -> str:
             store = self.services.checkpoints(ws)
             proposal = staging.load_proposal(store, str(ref))
-            changes = staging.land(ws, store, self.services.locks, proposal)
+            guard = self.guard(allowed) if self.path_rules else None
+            with checking_writes(guard) if guard is not None else contextlib.nullcontext():
+                changes = staging.land(ws, store, self.services.locks, proposal)
             recorder = activity.current_recorder()
             if recorder is not None:
                 recorder.effect(changes)
             activity.record(paths=[rel for rel, (_, a) in changes.items() if a.get("t") != "d"])
             line = staging.landed(changes, store)
-            return (
-                f"{proposal.answer}\n[staged changes landed, approved by "
-                f"{record.get('decided_by')} ({record['id']})]" + (f"\n{line}" if line else "")
+            return f"{proposal.answer}\n[staged changes landed, {by}]" + (
+                f"\n{line}" if line else ""
             )
 
         if not ref:
-            raise ToolError(f"not landed: approval {record['id']} names no staged changes")
+            raise ToolError("not landed: the approval names no staged changes")
         try:
             text = await handoff.run_sync(work)
         except WorkspaceError as exc:
@@ -907,6 +964,11 @@ def _delete_listing(ws, path: str) -> str:
     also = f" (its {listing(sorted(special))} included)" if special else ""
     more = f"\n… and {count - len(found)} more" if count > len(found) else ""
     return f"removes the folder {path} and all {total} below it{also}:\n" + "\n".join(found) + more
+
+
+def _unlandable(proposal: staging.Proposal) -> str:
+    reasons = [*proposal.held, *([] if proposal.complete else ["past the checkpoint bounds"])]
+    return "its changes cannot land: " + "; ".join(echo(r) for r in reasons)
 
 
 def _listed(paths: list[str]) -> str:

@@ -111,6 +111,7 @@ class Proposal:
 def check(
     *,
     confirm: Sequence[str],
+    confirm_path: Sequence[str],
     runs_programs: Collection[str],
     commands: bool,
     unconfined: bool,
@@ -124,8 +125,17 @@ def check(
     commands cannot be staged here (ConfigError)."""
     if not commands:
         problem = "no command tool is served (add --shell, --shell-allow or --tasks)"
-    elif "exec" not in confirm and not set(confirm) & set(runs_programs):
-        problem = "it shows a command's changes in its approval request: add --confirm exec"
+    elif (
+        "exec" not in confirm
+        and "risky" not in confirm
+        and not confirm_path
+        and not set(confirm) & set(runs_programs)
+    ):
+        problem = (
+            "it holds a command's changes for a person's decision: add --confirm exec (ask "
+            "about every command), --confirm risky or --confirm-path (ask when what it "
+            "changed meets a rule)"
+        )
     elif unconfined:
         problem = "an unconfined server's commands reach every file; a view cannot hold them"
     elif network:
@@ -440,7 +450,22 @@ def _land(ws: Workspace, store: Store, proposal: Proposal) -> dict[str, tuple[St
             f"changed since the command ran{' (and more)' if len(moved) > 5 else ''}; run it again"
         )
     targets = {rel: after for rel, (_, after) in proposal.changes.items()}
-    apply(ws, targets, dict(current), store)
+    try:
+        apply(ws, targets, dict(current), store)
+    except WorkspaceError as exc:  # all or nothing: what landed goes back (content stored)
+        try:
+            now: dict[str, State] = {}
+            for rel in current:
+                now.update(capture(ws, rel, recursive=False, store=None, budget=Budget()))
+            apply(ws, current, now, store)
+        except WorkspaceError as again:
+            raise WorkspaceError(
+                f"the staged changes did not land: {exc}; putting files back also failed "
+                f"({again}); check the tree with git_status or list_files"
+            ) from None
+        raise WorkspaceError(
+            f"the staged changes did not land: {exc}; every file was put back as it was"
+        ) from None
     return {rel: (current.get(rel, dict(NONE)), after) for rel, after in targets.items()}
 
 

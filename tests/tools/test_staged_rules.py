@@ -1,0 +1,211 @@
+"""`--stage-commands` under the path rules (`--confirm risky`, `--confirm-path`): a command
+runs against a copy-on-write view, and what it changed is decided by the same rules as a
+file tool's call. A change set that meets no rule lands at once, recorded and undoable; one
+that meets a rule waits for a person, who is shown it and the rule that asked. Without
+this, a command was the one way to change a CI file, a build file or a protected folder
+that no person was asked about: `bash "echo ... > .github/workflows/x.yml"` instead of
+`write_file`. Real commands under bubblewrap over a real fuse-overlayfs view."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from fastmcp import Client
+
+from agent_workspace_mcp import Settings, create_server
+from agent_workspace_mcp.core import limits
+from agent_workspace_mcp.core.errors import ConfigError
+from tests.helpers import call, ok, requires
+from tests.tools.test_staged_commands import _missing, _pending, console, tree
+
+pytestmark = [pytest.mark.slow, requires(_missing())]  # real bwrap and FUSE mounts
+
+EVIL = "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/evil.yml"
+
+
+@pytest.fixture(autouse=True)
+def short_waits(monkeypatch) -> None:
+    monkeypatch.setattr(limits, "CONFIRM_POLL_SECONDS", 0.05)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "a.py").write_text("x = 1\n")
+    (ws / "ci").mkdir()
+    (ws / "ci" / "build.yml").write_text("on: push\n")
+    (ws / "secrets").mkdir()
+    (ws / "secrets" / "token").write_text("t0\n")
+    (ws / "many").mkdir()
+    for n in range(limits.RISKY_DELETE_ENTRIES + 1):
+        (ws / "many" / f"{n}.txt").write_text(f"{n}\n")
+    return ws
+
+
+def server(root: Path, **extra):
+    values = {
+        "root": str(root),
+        "audit": False,
+        "shell_mode": "any",
+        "sandbox": "bwrap",
+        "confirm": ("risky",),
+        "confirm_via": ("console",),
+        "confirm_wait": 1.0,
+        "stage_commands": True,
+    } | extra
+    return create_server(Settings(**values))
+
+
+async def test_without_staging_a_command_writes_a_workflow_unasked(root: Path) -> None:
+    """What the rules cannot see without a view: kept as the reason for `--stage-commands`
+    (and said by the README and docs/SECURITY.md)."""
+    state = console(root)
+    async with Client(server(root, stage_commands=False)) as client:
+        await ok(client, "bash", command=EVIL)
+    assert (root / ".github" / "workflows" / "evil.yml").exists()
+    assert state.approvals() == []
+
+
+async def test_a_command_writing_a_workflow_waits_and_lands_when_approved(root: Path) -> None:
+    before = tree(root)
+    state = console(root)
+    async with Client(server(root)) as client:
+        waiting = asyncio.create_task(call(client, "bash", command=EVIL))
+        record = await _pending(state)
+        assert tree(root) == before  # it ran against the view: nothing reached the tree
+        assert "ci: .github/workflows/evil.yml runs on every push" in record["rule"]
+        assert ".github/workflows/evil.yml: new" in record["summary"]
+        state.decide(None, record["id"], approve=True)
+        answer = await waiting
+        assert not answer.is_error, answer.text
+        assert "staged changes landed" in answer.text
+        assert (root / ".github" / "workflows" / "evil.yml").read_text() == "on: push\n"
+        # Recorded like an edit: its undo changes a workflow too, so it is asked about.
+        undoing = asyncio.create_task(call(client, "undo"))
+        asked = await _pending(state)
+        assert "ci: .github/workflows/evil.yml" in asked["rule"]
+        state.decide(None, asked["id"], approve=True)
+        assert "Undid" in (await undoing).text
+    assert tree(root) == before
+
+
+async def test_a_command_meeting_no_rule_lands_at_once_and_is_undoable(root: Path) -> None:
+    before = tree(root)
+    state = console(root)
+    async with Client(server(root)) as client:
+        answer = await ok(client, "bash", command="echo 'y = 2' >> src/a.py && echo hi")
+        assert "hi" in answer and "changed 1 file" in answer, answer
+        assert (root / "src" / "a.py").read_text() == "x = 1\ny = 2\n"
+        assert state.approvals() == []
+        log = await ok(client, "work_log")
+        assert "bash" in log and "src/a.py" in log
+        assert "Undid" in await ok(client, "undo")
+    assert tree(root) == before
+
+
+@pytest.mark.parametrize(
+    ("layout", "command", "rule"),
+    [
+        # the workflows folder is a link to ci/: a write to ci/ is a write to a workflow
+        ("link", "echo x > ci/evil.yml", "ci: .github/workflows/evil.yml"),
+        # the command makes the link itself
+        ("", "mkdir -p .github && ln -s ../ci .github/workflows", "ci: what lands at .github"),
+        ("", "echo 'all:' > Makefile", "build: Makefile"),
+        ("", "rm -rf many", f"mass-delete: {limits.RISKY_DELETE_ENTRIES + 2} entries"),
+    ],
+)
+async def test_every_way_a_command_meets_a_rule_asks(
+    root: Path, layout: str, command: str, rule: str
+) -> None:
+    if layout == "link":
+        (root / ".github").mkdir()
+        (root / ".github" / "workflows").symlink_to("../ci")
+    before = tree(root)
+    state = console(root)
+    async with Client(server(root)) as client:
+        waiting = asyncio.create_task(call(client, "bash", command=command))
+        record = await _pending(state)
+        assert rule in record["rule"], record["rule"]
+        state.decide(None, record["id"], approve=False)
+        answer = await waiting
+    assert answer.is_error and "denied" in answer.text
+    assert tree(root) == before
+
+
+async def test_confirm_path_holds_a_command_that_changes_a_protected_folder(root: Path) -> None:
+    before = tree(root)
+    state = console(root)
+    async with Client(server(root, confirm=(), confirm_path=("secrets/",))) as client:
+        first = await ok(client, "bash", command="echo t1 > secrets/token")
+        assert first.startswith("Not landed yet") and "--confirm-path (secrets/token)" in first
+        assert tree(root) == before
+        record = await _pending(state)
+        state.decide(None, record["id"], approve=True)
+        landed = await ok(client, "bash", command="echo t1 > secrets/token")
+        assert "staged changes landed" in landed
+        # a change outside the protected folder is not asked about
+        await ok(client, "bash", command="echo 'y = 2' >> src/a.py")
+    assert (root / "secrets" / "token").read_text() == "t1\n"
+    assert (root / "src" / "a.py").read_text() == "x = 1\ny = 2\n"
+    assert len(state.approvals()) == 1
+
+
+async def test_a_change_set_that_cannot_land_says_why_and_asks_no_one(root: Path) -> None:
+    (root / ".git").mkdir()
+    state = console(root)
+    async with Client(server(root)) as client:
+        answer = await call(client, "bash", command="mkdir -p sub/.git && echo x > sub/.git/f")
+    assert answer.is_error and "cannot land" in answer.text and "never changed" in answer.text
+    assert not (root / "sub").exists()
+    assert state.approvals() == []
+
+
+def test_staging_under_rules_starts_and_without_any_rule_still_refuses(root: Path) -> None:
+    server(root)  # --confirm risky
+    server(root, confirm=(), confirm_path=("secrets/",))
+    with pytest.raises(ConfigError) as error:
+        server(root, confirm=("write",))
+    said = str(error.value)
+    assert said.startswith("--stage-commands: ") and "\n" not in said
+    assert "--confirm risky" in said and "--confirm-path" in said
+
+
+async def test_a_link_made_while_a_person_decides_is_not_landed_through(root: Path) -> None:
+    """Approved: `secrets/token` and `src/evil.yml`. Before the approval, `.github/workflows`
+    came to link to `src/`, so landing would write a workflow no one was shown: refused at
+    its open, and what had landed already (`secrets/token`, first in order) is put back."""
+    state = console(root)
+    policy = {"confirm_path": ("secrets/",)}
+    async with Client(server(root, **policy)) as client:
+        command = "echo t1 > secrets/token && echo x > src/evil.yml"
+        waiting = asyncio.create_task(call(client, "bash", command=command))
+        record = await _pending(state)
+        assert "secrets/token" in record["rule"]
+        (root / ".github").mkdir()
+        (root / ".github" / "workflows").symlink_to("../src")
+        state.decide(None, record["id"], approve=True)
+        answer = await waiting
+    assert answer.is_error, answer.text
+    assert ".github/workflows/evil.yml" in answer.text and "put back" in answer.text
+    assert (root / "secrets" / "token").read_text() == "t0\n"
+    assert not (root / "src" / "evil.yml").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "warned"),
+    [
+        ({"stage_commands": False}, True),
+        ({"stage_commands": False, "confirm": ("risky", "exec")}, False),
+        ({}, False),
+    ],
+)
+def test_rules_that_do_not_hold_commands_are_said_at_start(
+    root: Path, caplog, extra, warned: bool
+) -> None:
+    with caplog.at_level("WARNING", logger="agent_workspace_mcp"):
+        server(root, **extra)
+    said = [r.getMessage() for r in caplog.records if "--stage-commands" in r.getMessage()]
+    assert bool(said) is warned, said
