@@ -9,9 +9,15 @@ needs (issue 43); "on-bare" is what a recorded command costs over the program it
 The first command on a never-seen tree (which stores the tree's content once) is stated
 apart. Then 100 commands that each change one file: how much the checkpoint store grew.
 
-    python bench/commands.py [--calls N] [--skip-big]
+`--staged` measures instead what `--stage-commands` adds under `--confirm risky`, on
+the corpus under bubblewrap: each command recorded (run on the real tree) and staged
+(run against a fuse-overlayfs view, its change set decided by the rules and landed at
+once when it meets none), in turn: `true`, and a command that appends a line to a
+source file (a change that lands).
 
-Prints the table and writes bench/results/commands.json.
+    python bench/commands.py [--calls N] [--skip-big | --staged]
+
+Prints the table and writes bench/results/commands.json (commands-staged.json).
 """
 
 from __future__ import annotations
@@ -123,11 +129,58 @@ async def growth(root: Path) -> dict:
     return {"commands": 100, "file_bytes": target.stat().st_size, "store_growth_bytes": grown}
 
 
+async def staged(root: Path, calls: int) -> dict:
+    """`--staged`: the same commands recorded and staged, in turn, under bubblewrap."""
+    target = next(p for p in sorted(root.rglob("*.py")) if ".git" not in p.parts)
+    rel = target.relative_to(root).as_posix()
+    base = {"root": str(root), "shell_mode": "any", "sandbox": "bwrap", "audit": False}
+    risky = {"confirm": ("risky",), "confirm_via": ("console",)}
+    commands = {"true": ["true"], "append a line": ["sh", "-c", f"echo '# x' >> {rel}"]}
+    row: dict = {"tree": root.name}
+    async with (
+        Client(create_server(Settings(**base, **risky))) as recorded,
+        Client(create_server(Settings(**base, **risky, stage_commands=True))) as staging,
+    ):
+        await timed(recorded, ["true"])  # the first command stores the tree once
+        for name, argv in commands.items():
+            times_recorded, times_staged = [], []
+            for _ in range(calls):
+                times_recorded.append(await timed(recorded, argv))
+                times_staged.append(await timed(staging, argv))
+            row[name] = {
+                "recorded_p50_ms": p50(times_recorded),
+                "staged_p50_ms": p50(times_staged),
+                "added_p50_ms": round(p50(times_staged) - p50(times_recorded), 1),
+            }
+    subprocess.run(["git", "checkout", "--", rel], cwd=root, check=True)
+    return row
+
+
+def main_staged(calls: int) -> int:
+    small, _ = ensure_corpus()
+    with tempfile.TemporaryDirectory(dir=CORPUS) as tmp:
+        row = asyncio.run(staged(prepare(small, 1, Path(tmp) / "django"), calls))
+    print(f"{'command':<16}{'recorded':>10}{'staged':>10}{'added':>8}   (p50 ms, {calls} calls)")
+    for name in ("true", "append a line"):
+        cell = row[name]
+        print(
+            f"{name:<16}{cell['recorded_p50_ms']:>10}{cell['staged_p50_ms']:>10}"
+            f"{cell['added_p50_ms']:>8}"
+        )
+    out = Path(__file__).resolve().parent / "results" / "commands-staged.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(row, indent=2) + "\n")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=15)
     parser.add_argument("--skip-big", action="store_true")
+    parser.add_argument("--staged", action="store_true")
     args = parser.parse_args()
+    if args.staged:
+        return main_staged(args.calls)
     small, _ = ensure_corpus()
     with tempfile.TemporaryDirectory(dir=CORPUS) as tmp:
         trees = [prepare(small, 1, Path(tmp) / "django")]
