@@ -1,5 +1,7 @@
 """How many questions a person is asked (issue 48, item 6): one agent session replayed
-under `--confirm write` and under `--confirm risky`.
+under `--confirm write`, under `--confirm risky`, and under `--confirm risky
+--stage-commands` (its commands under bubblewrap against a view, asked about only when
+what they changed meets a rule).
 
 The session is 100 calls of a real coding task on a copy of the Django 5.2.19 corpus, in
 the order an agent makes them: find where slugs are made, read and outline the module,
@@ -155,7 +157,7 @@ def session() -> list[tuple[str, dict]]:
     return calls[:100]
 
 
-async def replay(corpus: Path, confirm: str) -> dict:
+async def replay(corpus: Path, confirm: str, staged: bool = False) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "ws"
         shutil.copytree(corpus, root, symlinks=True)
@@ -174,9 +176,10 @@ async def replay(corpus: Path, confirm: str) -> dict:
             audit=False,
             shell_mode="allowlist",
             shell_allow=("python3",),
-            sandbox="none",
+            sandbox="bwrap" if staged else "none",
             confirm=(confirm,),
             confirm_via=("client",),
+            stage_commands=staged,
         )
         failed = []
         started = time.perf_counter()
@@ -186,7 +189,7 @@ async def replay(corpus: Path, confirm: str) -> dict:
                 if result.is_error:
                     failed.append(f"{tool}: {result.content[0].text[:120]}")
         return {
-            "confirm": confirm,
+            "confirm": confirm + (" --stage-commands" if staged else ""),
             "calls": len(session()),
             "asked": len(asked),
             "failed": failed,
@@ -207,10 +210,11 @@ def main() -> int:
     args = parser.parse_args()
     corpus, _ = ensure_corpus()
     rows = [asyncio.run(replay(corpus, confirm)) for confirm in ("write", "risky")]
-    print(f"{'policy':16} {'calls':>6} {'asked':>6}  rules that asked")
+    rows.append(asyncio.run(replay(corpus, "risky", staged=True)))
+    print(f"{'policy':33} {'calls':>6} {'asked':>6}  rules that asked")
     for row in rows:
         rules = ", ".join(row["rules"])
-        print(f"--confirm {row['confirm']:6} {row['calls']:6} {row['asked']:6}  {rules}")
+        print(f"--confirm {row['confirm']:23} {row['calls']:6} {row['asked']:6}  {rules}")
         for line in row["failed"]:
             print(f"  failed: {line}")
     out = Path(args.json)
