@@ -712,10 +712,11 @@ class ApprovalGate(Middleware):
         `record`, or (None) meeting no rule; a write that reaches a protected name not in
         `allowed` (a link made since the change set was looked at) is refused at its open."""
         ref = record.get("staged") if record is not None else ref
+        # Landed with no question: answered as any recorded command is (nothing to add).
         by = (
-            f"approved by {record.get('decided_by')} ({record['id']})"
+            f"\n[staged changes landed, approved by {record.get('decided_by')} ({record['id']})]"
             if record is not None
-            else "no rule asked about them"
+            else ""
         )
 
         def work() -> str:
@@ -729,9 +730,7 @@ class ApprovalGate(Middleware):
                 recorder.effect(changes)
             activity.record(paths=[rel for rel, (_, a) in changes.items() if a.get("t") != "d"])
             line = staging.landed(changes, store)
-            return f"{proposal.answer}\n[staged changes landed, {by}]" + (
-                f"\n{line}" if line else ""
-            )
+            return f"{proposal.answer}{by}" + (f"\n{line}" if line else "")
 
         if not ref:
             raise ToolError("not landed: the approval names no staged changes")
