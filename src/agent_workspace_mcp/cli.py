@@ -244,6 +244,8 @@ def ready_line(settings, services, app) -> str:
         if services.sandbox_said:
             network = ", network on" if services.bwrap and settings.sandbox_network else ""
             notes.append(services.sandbox_said + network)
+        if services.stage is not None:
+            notes.append("each against a view, landed as --confirm decides")
         shown = "; ".join(n for n in notes if n)
         commands = f"commands {', '.join(served)}" + (f" ({shown})" if shown else "")
     else:

@@ -209,3 +209,21 @@ def test_rules_that_do_not_hold_commands_are_said_at_start(
         server(root, **extra)
     said = [r.getMessage() for r in caplog.records if "--stage-commands" in r.getMessage()]
     assert bool(said) is warned, said
+
+
+def test_the_start_up_line_says_commands_run_against_a_view(root: Path) -> None:
+    import subprocess
+    import sys
+
+    argv = ["--root", str(root), "--shell-any", "--sandbox", "bwrap", "--confirm", "risky"]
+    out = subprocess.run(
+        [sys.executable, "-m", "agent_workspace_mcp", *argv, "--stage-commands"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    line = out.stderr.splitlines()[-2]
+    assert "sandbox bwrap; each against a view, landed as --confirm decides)" in line, line
+    assert "asks a person before risky" in line and "add --stage-commands" not in out.stderr
