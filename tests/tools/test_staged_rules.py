@@ -227,3 +227,37 @@ def test_the_start_up_line_says_commands_run_against_a_view(root: Path) -> None:
     line = out.stderr.splitlines()[-2]
     assert "sandbox bwrap; each against a view, landed as --confirm decides)" in line, line
     assert "asks a person before risky" in line and "add --stage-commands" not in out.stderr
+
+
+async def test_a_grant_lets_later_change_sets_within_its_paths_land(root: Path) -> None:
+    """Approve + 30 min on a command that changed `Makefile`: a later command changing
+    only `Makefile` lands unasked; one that also changes a workflow is asked."""
+    state = console(root)
+    async with Client(server(root)) as client:
+        waiting = asyncio.create_task(call(client, "bash", command="echo 'all:' > Makefile"))
+        record = await _pending(state)
+        state.decide(None, record["id"], approve=True, grant={"kind": "minutes", "minutes": 30})
+        assert not (await waiting).is_error
+        again = await ok(client, "bash", command="echo 'test:' >> Makefile")
+        assert "changed 1 file" in again
+        assert (root / "Makefile").read_text() == "all:\ntest:\n"
+        assert len(state.approvals()) == 1
+        both = "echo 'x:' >> Makefile && mkdir -p .github/workflows && echo a > .github/workflows/b.yml"
+        waiting = asyncio.create_task(call(client, "bash", command=both))
+        asked = await _pending(state)
+        assert "ci: .github/workflows/b.yml" in asked["rule"]
+        state.decide(None, asked["id"], approve=False)
+        assert (await waiting).is_error
+    assert (root / "Makefile").read_text() == "all:\ntest:\n"
+
+
+async def test_a_command_asked_about_by_its_argv_is_never_granted(root: Path) -> None:
+    state = console(root)
+    async with Client(server(root, confirm=("exec",))) as client:
+        waiting = asyncio.create_task(call(client, "bash", command="echo 'y = 2' >> src/a.py"))
+        record = await _pending(state)
+        with pytest.raises(Exception, match="approved once") as error:
+            state.decide(None, record["id"], approve=True, grant={"kind": "session"})
+        assert "\n" not in str(error.value)
+        state.decide(None, record["id"], approve=True)
+        assert not (await waiting).is_error

@@ -413,7 +413,7 @@ class ApprovalGate(Middleware):
             return await run(used)
         ctx = context.fastmcp_context
         session, client = session_and_client(ctx)
-        if not staged:  # a staged command's grant would land changes no one saw
+        if not staged:  # a staged command's change set decides its grant (below)
             granted = await off(
                 self.grants.covering,
                 ws,
@@ -425,10 +425,7 @@ class ApprovalGate(Middleware):
                 call_digest=call_digest,
             )
             if granted is not None:
-                activity.approved(
-                    f"granted by {granted['granted_by']} ({granted['id']}, {granted['kind']}, "
-                    f"from {granted['from']})"
-                )
+                activity.approved(_granted(granted))
                 return await proceed()
         staged_ref: tuple[str, str] | None = None  # (the change set's digest, what is shown)
         asked = None
@@ -452,6 +449,21 @@ class ApprovalGate(Middleware):
                     if rule is None:  # what it changed meets no rule: it lands now
                         return await self._land(ws, tool, None, set(), ref)
                     why = rule
+                    # A grant covers a change set within what the person let through (the
+                    # same rule, paths among those they saw or inside their folder).
+                    granted = await off(
+                        self.grants.covering,
+                        ws,
+                        subject=subject,
+                        session=session,
+                        tool=tool,
+                        why=why,
+                        paths=scope.names,
+                        call_digest=call_digest,
+                    )
+                    if granted is not None:
+                        activity.approved(_granted(granted))
+                        return await self._land(ws, tool, None, set(scope.names), ref)
 
         async def ask(announce_it: bool = True) -> dict[str, Any]:
             """The pending request for this call, showing what will run (refused if a
@@ -963,6 +975,13 @@ def _delete_listing(ws, path: str) -> str:
     also = f" (its {listing(sorted(special))} included)" if special else ""
     more = f"\n… and {count - len(found)} more" if count > len(found) else ""
     return f"removes the folder {path} and all {total} below it{also}:\n" + "\n".join(found) + more
+
+
+def _granted(record: dict[str, Any]) -> str:
+    return (
+        f"granted by {record['granted_by']} ({record['id']}, {record['kind']}, "
+        f"from {record['from']})"
+    )
 
 
 def _unlandable(proposal: staging.Proposal) -> str:

@@ -159,6 +159,13 @@ class Grants:
             raise InvalidArgumentError(
                 f"a grant lasts between 1 minute and {GRANT_MAX_SECONDS // 3600} hours"
             )
+        if approval.get("staged") and not rule_key(str(approval.get("rule") or "")).startswith(
+            ("--confirm risky", "--confirm-path")
+        ):
+            raise InvalidArgumentError(
+                "a command asked about by its argv is approved once: a grant would land the "
+                "changes of later runs no one saw"
+            )
         paths = approval.get("paths") or []
         if kind == "paths":
             if not paths or under is None:
