@@ -22,6 +22,8 @@ from fastmcp import Client
 from agent_workspace_mcp import Settings, create_server
 from tests.e2e.browser import CHROMIUM, needs_browser, sync_playwright
 from tests.e2e.http_server import start
+from tests.helpers import requires
+from tests.tools.test_staged_commands import _missing as staging_missing
 
 pytestmark = [pytest.mark.slow, needs_browser]
 
@@ -435,5 +437,56 @@ def test_a_grant_is_honoured_then_revoked_from_the_page(project: Path, tmp_path:
             browser.close()
         journal = (project / ".workspace-mcp" / "journal.jsonl").read_text()
         assert '"tool":"grant"' in journal and '"tool":"revoke"' in journal
+    finally:
+        console.stop()
+
+
+@requires(staging_missing())  # real bwrap and FUSE mounts
+def test_a_grant_is_offered_only_where_it_can_apply(project: Path, tmp_path: Path) -> None:
+    """A staged command asked about by its argv (`--confirm exec`) is approved once: the
+    page offers no grant for it. One asked about by a rule (`--confirm risky`) is granted
+    by what it changed, and the page offers it."""
+    job_dir = tmp_path / "jobs"
+    job_dir.mkdir(mode=0o700)
+    console = RunningConsole(project, job_dir)
+
+    def staged(confirm: str, command: str) -> str:
+        settings = Settings(
+            root=str(project),
+            shell_mode="any",
+            sandbox="bwrap",
+            stage_commands=True,
+            confirm=(confirm,),
+            confirm_via=("console",),
+            confirm_wait=0.2,
+            job_dir=str(job_dir),
+            audit=False,
+        )
+
+        async def run() -> str:
+            async with Client(create_server(settings)) as client:
+                result = await client.call_tool("bash", {"command": command})
+                return result.content[0].text
+
+        return asyncio.run(run())
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            by_argv = pool.submit(staged, "exec", "echo x > made.txt").result(timeout=60)
+            by_rule = pool.submit(staged, "risky", "echo 'all:' > Makefile").result(timeout=60)
+        assert by_argv.startswith("Not landed yet") and by_rule.startswith("Not landed yet")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(console.login)
+            exec_asked = page.locator("#approvals li.approval", has_text="made.txt")
+            rule_asked = page.locator("#approvals li.approval", has_text="Makefile")
+            exec_asked.wait_for(timeout=5_000)
+            rule_asked.wait_for(timeout=5_000)
+            for item, offered in ((exec_asked, 0), (rule_asked, 1)):
+                assert item.locator("button[data-action=approve]").count() == 1
+                assert item.locator("button[data-action=approve-30-min]").count() == offered
+                assert item.locator("button[data-action=approve-this-session]").count() == offered
+            browser.close()
     finally:
         console.stop()

@@ -28,7 +28,7 @@ from ..core.exec.jobs import default_job_dir, log_tail
 from ..core.state.approvals import Approvals
 from ..core.state.changes import Changes
 from ..core.state.files import has_state_dir
-from ..core.state.grants import Grants
+from ..core.state.grants import Grants, grantable
 from ..core.state.journal import activity
 from ..core.state.journal.calls import journaled
 from ..core.state.journal.entries import Memory
@@ -254,7 +254,8 @@ class ConsoleState:
                 continue
             for record in self.approval_store.pending(ws):
                 left = max(0, int(float(record.get("expires", 0)) - time.time()))
-                found.append({**record, "workspace": ws.name, "left": left})
+                grants = grantable(record)  # the page offers a grant only where it may be
+                found.append({**record, "workspace": ws.name, "left": left, "grantable": grants})
         return sorted(
             found, key=lambda r: (r.get("status") != "pending", -float(r.get("created", 0)))
         )

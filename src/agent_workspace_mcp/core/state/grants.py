@@ -58,6 +58,14 @@ def rule_key(why: str) -> str:
     return why.split(":", 1)[0].split(";", 1)[0]
 
 
+def grantable(approval: dict[str, Any]) -> bool:
+    """Whether a grant may come from this request: not from a staged command asked about
+    by its argv (`--confirm exec`), whose later runs' changes no one would see; a staged
+    command asked about by a path rule is granted by what it changed."""
+    rule = rule_key(str(approval.get("rule") or ""))
+    return not approval.get("staged") or rule.startswith(("--confirm risky", "--confirm-path"))
+
+
 def _under(path: str, folder: str) -> bool:
     """Whether `path` is inside `folder`: never the folder itself, whose delete or move
     takes everything in it, seen or not (the workspace root is not a path a tool takes)."""
@@ -159,9 +167,7 @@ class Grants:
             raise InvalidArgumentError(
                 f"a grant lasts between 1 minute and {GRANT_MAX_SECONDS // 3600} hours"
             )
-        if approval.get("staged") and not rule_key(str(approval.get("rule") or "")).startswith(
-            ("--confirm risky", "--confirm-path")
-        ):
+        if not grantable(approval):
             raise InvalidArgumentError(
                 "a command asked about by its argv is approved once: a grant would land the "
                 "changes of later runs no one saw"
