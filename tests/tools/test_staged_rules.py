@@ -157,8 +157,10 @@ async def test_a_change_set_that_cannot_land_says_why_and_asks_no_one(root: Path
     (root / ".git").mkdir()
     state = console(root)
     async with Client(server(root)) as client:
-        answer = await call(client, "bash", command="mkdir -p sub/.git && echo x > sub/.git/f")
+        command = "mkdir -p sub/.git && echo x > sub/.git/f && echo made it"
+        answer = await call(client, "bash", command=command)
     assert answer.is_error and "cannot land" in answer.text and "never changed" in answer.text
+    assert "made it" in answer.text  # the command's own output, for the agent to go on
     assert not (root / "sub").exists()
     assert state.approvals() == []
 

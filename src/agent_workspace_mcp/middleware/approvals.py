@@ -444,7 +444,10 @@ class ApprovalGate(Middleware):
                 scope = await handoff.run_sync(lambda: self._changed(ws, proposal))
                 if by_rules:
                     if not proposal.landable:  # no approval could land it: say so, ask no one
-                        raise ToolError(f"not landed: {tool} ran staged; {_unlandable(proposal)}")
+                        raise ToolError(
+                            f"not landed: {tool} ran staged; {_unlandable(proposal)}\n"
+                            + _tail(proposal.answer)
+                        )
                     rule = self._staged_rule(ours, scope)
                     if rule is None:  # what it changed meets no rule: it lands now
                         return await self._land(ws, tool, None, set(), ref)
@@ -698,9 +701,7 @@ class ApprovalGate(Middleware):
         store = self.services.checkpoints(ws)
         ref = staging.store_proposal(store, box.proposal)
         command = args.get("command", args.get("script", args.get("name")))
-        output = box.answer
-        if len(output) > limits.CONFIRM_OUTPUT_SHOWN_CHARS:
-            output = "…" + output[-limits.CONFIRM_OUTPUT_SHOWN_CHARS :]
+        output = _tail(box.answer)
         shown = (
             f"{tool} in workspace {ws.name}\n"
             f"command: {json.dumps(command, ensure_ascii=False)}\n"
@@ -982,6 +983,12 @@ def _granted(record: dict[str, Any]) -> str:
         f"granted by {record['granted_by']} ({record['id']}, {record['kind']}, "
         f"from {record['from']})"
     )
+
+
+def _tail(output: str) -> str:
+    """A staged command's own answer, its end kept (where a failure says why)."""
+    cap = limits.CONFIRM_OUTPUT_SHOWN_CHARS
+    return output if len(output) <= cap else "…" + output[-cap:]
 
 
 def _unlandable(proposal: staging.Proposal) -> str:
