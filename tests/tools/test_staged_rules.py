@@ -263,3 +263,47 @@ async def test_a_command_asked_about_by_its_argv_is_never_granted(root: Path) ->
         assert "\n" not in str(error.value)
         state.decide(None, record["id"], approve=True)
         assert not (await waiting).is_error
+
+
+async def test_a_subpath_session_is_decided_on_the_roots_names(root: Path) -> None:
+    """A session confined to `.github` (X-Workspace-Subpath) writes `workflows/evil.yml`:
+    the root's `.github/workflows/evil.yml`, which CI runs. Its change set is decided on
+    the root's names, as the file tools' calls are."""
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from tests.e2e.http_server import start
+
+    (root / ".github").mkdir()
+    state = console(root)
+    served = start(
+        root,
+        "--token",
+        "tok-0123456789abcdef",
+        "--allow-remote-exec",
+        "--shell-any",
+        "--sandbox",
+        "bwrap",
+        "--confirm",
+        "risky",
+        "--confirm-via",
+        "console",
+        "--confirm-wait",
+        "0.2",
+        "--stage-commands",
+        "--operator-token",
+        "op-0123456789abcdef",
+    )
+    headers = {"Authorization": "Bearer tok-0123456789abcdef", "X-Workspace-Subpath": ".github"}
+    try:
+        async with Client(StreamableHttpTransport(served.url, headers=headers)) as client:
+            command = "mkdir -p workflows && echo 'on: push' > workflows/evil.yml"
+            first = await ok(client, "bash", command=command)
+            assert first.startswith("Not landed yet"), first
+            assert "ci: .github/workflows/evil.yml" in first
+            record = await _pending(state)
+            state.decide(None, record["id"], approve=True)
+            landed = await ok(client, "bash", command=command)
+            assert "staged changes landed" in landed
+            assert (root / ".github" / "workflows" / "evil.yml").read_text() == "on: push\n"
+    finally:
+        assert served.stop() == 0

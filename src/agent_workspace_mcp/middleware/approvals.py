@@ -682,11 +682,13 @@ class ApprovalGate(Middleware):
         the names the root's links give those paths."""
         found = Touched(complete=proposal.complete)  # `deletes` stays False: see _staged_rule
         for rel, (_before, after) in proposal.changes.items():
-            found.add(rel)
+            # relative to the session's root; the rules read the primary root's names
+            name = primary_rel(ws, tuple(p for p in rel.split("/") if p))
+            found.add(name)
             if after.get("t") == "-":
                 found.entries += 1
             elif after.get("t") == "l":
-                found.landings.append(rel)
+                found.landings.append(name)
         return self._linked(ws, found)
 
     def _staged_rule(self, tool: str, found: Touched) -> str | None:
