@@ -125,3 +125,45 @@ async def test_no_call_changes_a_protected_folder_unasked(
         if not answer.text.startswith("Not run yet") and _reads(root, folder) != before:
             bypasses.append(f"{tool} {args}: {answer.text.splitlines()[0]}")
     assert not bypasses, bypasses
+
+
+@pytest.mark.slow  # a server over HTTP: subpath sessions come from a header
+async def test_a_subpath_session_cannot_reach_a_workflow_through_a_root_link(
+    tmp_path: Path,
+) -> None:
+    """The root ships `.github/workflows -> ../app/ci`; a session confined to `app` names
+    `ci/evil.yml`, which CI reads as `.github/workflows/evil.yml`. The link is the
+    root's, outside the session's folder, and decides all the same."""
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from tests.e2e.http_server import start
+
+    root = tmp_path / "ws"
+    (root / "app" / "ci").mkdir(parents=True)
+    (root / "app" / "ci" / "one.yml").write_text("on: push\n")
+    (root / ".github").mkdir()
+    (root / ".github" / "workflows").symlink_to("../app/ci")
+    (root / "app" / "src").mkdir()
+    token = "tok-0123456789abcdef"
+    served = start(
+        root,
+        *("--token", token, "--confirm", "risky", "--confirm-via", "console"),
+        *("--confirm-wait", "0.2", "--operator-token", "op-0123456789abcdef"),
+    )
+    headers = {"Authorization": f"Bearer {token}", "X-Workspace-Subpath": "app"}
+    try:
+        async with Client(StreamableHttpTransport(served.url, headers=headers)) as client:
+            ways = [
+                ("write_file", {"path": "ci/evil.yml", "content": "x\n"}),
+                ("edit_file", {"path": "ci/one.yml", "oldString": "push", "newString": "pr"}),
+                ("delete_path", {"path": "ci/one.yml"}),
+            ]
+            answers = [(await call(client, tool, **args)).text for tool, args in ways]
+            plain = (await call(client, "write_file", path="src/a.py", content="x\n")).text
+    finally:
+        assert served.stop() == 0
+    for answer in answers:
+        assert answer.startswith("Not run yet") and ".github/workflows/" in answer, answer
+    assert plain.startswith("Created"), plain
+    assert sorted(os.listdir(root / "app" / "ci")) == ["one.yml"]
+    assert (root / "app" / "ci" / "one.yml").read_text() == "on: push\n"

@@ -302,8 +302,12 @@ def links_held(ws: Workspace, folders: Iterable[str]) -> tuple[list[tuple[str, s
     TOUCHED_ENTRIES_MAX entries. Links elsewhere in the tree (under an unanchored glob's
     name, `services/api/Dockerfile`, or below a wildcard, `app/*/migrations`) are not
     looked for."""
-    if not ws.confined or ws.anchor is not None:
-        return [], True  # names relative to the primary root are written as the walk writes them
+    if not ws.confined:
+        return [], True  # the globs name paths of a root; an unconfined server has none
+    # A subpath session's paths are named from the primary root, and so are the links: a
+    # root link into the session's folder (`.github/workflows -> ../app/ci`) names its
+    # files though the session cannot see the link.
+    ws = ws.anchor or ws
     try:
         entries = _root_entries(ws)
     except (WorkspaceError, OSError):
