@@ -134,3 +134,24 @@ def test_links_past_the_entry_bound_leave_the_call_incomplete(ws, tmp_path, monk
     found = callscope.Touched(paths=["notes.txt"])
     callscope.add_linked(found, links, complete)
     assert not found.complete
+
+
+def test_a_subpath_session_holds_the_roots_links_and_its_own_plain_names(tmp_path: Path) -> None:
+    from agent_workspace_mcp.requestctx import parse_subpath
+
+    (tmp_path / "app" / "ci").mkdir(parents=True)
+    (tmp_path / "app" / "vault").mkdir()
+    (tmp_path / "app" / "secrets").symlink_to("vault")
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "workflows").symlink_to("../app/ci")
+    registry = WorkspaceRegistry.confined(str(tmp_path), ())
+    view = registry.view(parse_subpath(registry.primary, "app")).primary
+    folders = callscope.link_folders([".github/workflows/**", "secrets/"])
+    links, complete = callscope.links_held(view, folders)
+    assert complete
+    assert (".github/workflows", "app/ci") in links  # the root's, outside the session
+    assert ("app/secrets", "app/vault") in links  # a plain name at the session's root
+    assert list(callscope.aliases("app/vault/k", links)) == ["app/secrets/k"]
+    # The whole root's session does not take `app` for a root.
+    whole, _ = callscope.links_held(registry.primary, folders)
+    assert ("app/secrets", "app/vault") not in whole

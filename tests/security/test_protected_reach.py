@@ -127,35 +127,64 @@ async def test_no_call_changes_a_protected_folder_unasked(
     assert not bypasses, bypasses
 
 
+def _ci_link_into_app(root: Path) -> None:
+    (root / "app" / "ci").mkdir(parents=True)
+    (root / "app" / "ci" / "one.yml").write_text("k=1\n")
+    (root / ".github").mkdir()
+    (root / ".github" / "workflows").symlink_to("../app/ci")
+
+
+def _secrets_folder_link(root: Path) -> None:
+    (root / "app" / "ci").mkdir(parents=True)
+    (root / "app" / "ci" / "one.yml").write_text("k=1\n")
+    (root / "app" / "secrets").symlink_to("ci")
+
+
+def _secrets_file_link(root: Path) -> None:
+    (root / "app" / "ci").mkdir(parents=True)
+    (root / "app" / "ci" / "one.yml").write_text("k=1\n")
+    (root / "app" / "secrets").mkdir()
+    (root / "app" / "secrets" / "one.yml").symlink_to("../ci/one.yml")
+
+
 @pytest.mark.slow  # a server over HTTP: subpath sessions come from a header
-async def test_a_subpath_session_cannot_reach_a_workflow_through_a_root_link(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("make", "policy", "named"),
+    [
+        (_ci_link_into_app, ("--confirm", "risky"), ".github/workflows/"),
+        (_secrets_folder_link, ("--confirm-path", "secrets/"), "app/secrets/"),
+        (_secrets_file_link, ("--confirm-path", "secrets/"), "app/secrets/"),
+    ],
+    ids=["root-link-into-the-session", "plain-name-folder-link", "plain-name-file-link"],
+)
+async def test_a_subpath_session_cannot_reach_a_protected_file_through_a_link(
+    tmp_path: Path, make: Callable[[Path], None], policy: tuple[str, str], named: str
 ) -> None:
-    """The root ships `.github/workflows -> ../app/ci`; a session confined to `app` names
-    `ci/evil.yml`, which CI reads as `.github/workflows/evil.yml`. The link is the
-    root's, outside the session's folder, and decides all the same."""
+    """A session confined to `app` names `ci/one.yml`, which a protected name reaches:
+    the root's `.github/workflows -> ../app/ci` (CI reads it as a workflow; the link is
+    outside the session's folder and decides all the same), or `app/secrets` (a plain
+    name, protected at any depth) linking to it, as a folder or file by file. The
+    session's folder is where its project starts, so it is looked at as a root is."""
     from fastmcp.client.transports import StreamableHttpTransport
 
     from tests.e2e.http_server import start
 
     root = tmp_path / "ws"
-    (root / "app" / "ci").mkdir(parents=True)
-    (root / "app" / "ci" / "one.yml").write_text("on: push\n")
-    (root / ".github").mkdir()
-    (root / ".github" / "workflows").symlink_to("../app/ci")
+    make(root)
     (root / "app" / "src").mkdir()
+    before = (root / "app" / "ci" / "one.yml").read_text()
     token = "tok-0123456789abcdef"
     served = start(
         root,
-        *("--token", token, "--confirm", "risky", "--confirm-via", "console"),
+        *("--token", token, *policy, "--confirm-via", "console"),
         *("--confirm-wait", "0.2", "--operator-token", "op-0123456789abcdef"),
     )
     headers = {"Authorization": f"Bearer {token}", "X-Workspace-Subpath": "app"}
     try:
         async with Client(StreamableHttpTransport(served.url, headers=headers)) as client:
             ways = [
-                ("write_file", {"path": "ci/evil.yml", "content": "x\n"}),
-                ("edit_file", {"path": "ci/one.yml", "oldString": "push", "newString": "pr"}),
+                ("write_file", {"path": "ci/one.yml", "content": "x\n"}),
+                ("edit_file", {"path": "ci/one.yml", "oldString": "1", "newString": "2"}),
                 ("delete_path", {"path": "ci/one.yml"}),
             ]
             answers = [(await call(client, tool, **args)).text for tool, args in ways]
@@ -163,7 +192,6 @@ async def test_a_subpath_session_cannot_reach_a_workflow_through_a_root_link(
     finally:
         assert served.stop() == 0
     for answer in answers:
-        assert answer.startswith("Not run yet") and ".github/workflows/" in answer, answer
+        assert answer.startswith("Not run yet") and named in answer, answer
     assert plain.startswith("Created"), plain
-    assert sorted(os.listdir(root / "app" / "ci")) == ["one.yml"]
-    assert (root / "app" / "ci" / "one.yml").read_text() == "on: push\n"
+    assert (root / "app" / "ci" / "one.yml").read_text() == before

@@ -299,37 +299,44 @@ def links_held(ws: Workspace, folders: Iterable[str]) -> tuple[list[tuple[str, s
     that is a link (`Makefile -> build/rules.txt`, `.github -> meta`), each of `folders`
     that resolves elsewhere (`.github/workflows -> ../ci`), and every link below one of
     `folders` (`.github/workflows/ci.yml -> ../../shared/ci.yml`), walked by fd up to
-    TOUCHED_ENTRIES_MAX entries. Links elsewhere in the tree (under an unanchored glob's
-    name, `services/api/Dockerfile`, or below a wildcard, `app/*/migrations`) are not
-    looked for."""
+    TOUCHED_ENTRIES_MAX entries. A subpath session's folder is looked at as a root too,
+    for the plain names (`secrets/`, `Makefile`): it is where its agent's project starts.
+    Links elsewhere in the tree (under an unanchored glob's name,
+    `services/api/Dockerfile`, or below a wildcard, `app/*/migrations`) are not looked
+    for."""
     if not ws.confined:
         return [], True  # the globs name paths of a root; an unconfined server has none
     # A subpath session's paths are named from the primary root, and so are the links: a
     # root link into the session's folder (`.github/workflows -> ../app/ci`) names its
     # files though the session cannot see the link.
-    ws = ws.anchor or ws
-    try:
-        entries = _root_entries(ws)
-    except (WorkspaceError, OSError):
-        entries = {}
+    tops = [("", list(folders))]
+    if ws.anchor is not None and ws.subpath is not None and ws.subpath.parts:
+        plain = [folder for folder in tops[0][1] if "/" not in folder]
+        tops.append(("/".join(ws.subpath.parts) + "/", plain))
+        ws = ws.anchor
     links: list[tuple[str, str]] = []
 
     def add(name: str, real: str | None) -> None:
         if real is not None and real != name and (name, real) not in links:
             links.append((name, real))
 
-    for name, kind in entries.items():
-        if kind == "link":
-            add(name, _real(ws, name))
     complete = True
-    for folder in folders:
-        if entries.get(folder.split("/", 1)[0]) not in ("link", "folder"):
-            continue  # nothing there, or a file: no link below it
-        real, below, whole = _links_below(ws, folder)
-        add(folder, real)
-        for name in below:
-            add(name, _real(ws, name))
-        complete = complete and whole
+    for prefix, names in tops:
+        try:
+            entries = _entries_at(ws, prefix.rstrip("/") or ".")
+        except (WorkspaceError, OSError):
+            entries = {}
+        for name, kind in entries.items():
+            if kind == "link":
+                add(prefix + name, _real(ws, prefix + name))
+        for folder in names:
+            if entries.get(folder.split("/", 1)[0]) not in ("link", "folder"):
+                continue  # nothing there, or a file: no link below it
+            real, below, whole = _links_below(ws, prefix + folder)
+            add(prefix + folder, real)
+            for name in below:
+                add(name, _real(ws, name))
+            complete = complete and whole
     return links, complete
 
 
@@ -386,10 +393,10 @@ def aliases(path: str, links: list[tuple[str, str]]) -> Iterator[str]:
             yield name + path[len(real) :]
 
 
-def _root_entries(ws: Workspace) -> dict[str, str]:
-    """The root's entries, each as "link", "folder" or "file" (read by fd, never
-    followed)."""
-    with locate(ws, ".", follow_final=True, defer_parents=True) as loc:
+def _entries_at(ws: Workspace, rel: str) -> dict[str, str]:
+    """The entries of the folder `rel` (the root: "."), each as "link", "folder" or
+    "file" (read by fd, never followed)."""
+    with locate(ws, rel, follow_final=True, defer_parents=True) as loc:
         fd = os.open(loc.name or ".", DIR_FLAGS, dir_fd=loc.dir_fd)
     try:
         with os.scandir(fd) as it:
