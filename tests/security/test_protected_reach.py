@@ -147,24 +147,38 @@ def _secrets_file_link(root: Path) -> None:
     (root / "app" / "secrets" / "one.yml").symlink_to("../ci/one.yml")
 
 
+def _secrets_deep_link(root: Path) -> None:
+    (root / "app" / "ci").mkdir(parents=True)
+    (root / "app" / "ci" / "one.yml").write_text("k=1\n")
+    (root / "app" / "x").mkdir()
+    (root / "app" / "x" / "secrets").symlink_to("../ci")
+
+
 @pytest.mark.slow  # a server over HTTP: subpath sessions come from a header
 @pytest.mark.parametrize(
-    ("make", "policy", "named"),
+    ("make", "policy", "named", "path"),
     [
-        (_ci_link_into_app, ("--confirm", "risky"), ".github/workflows/"),
-        (_secrets_folder_link, ("--confirm-path", "secrets/"), "app/secrets/"),
-        (_secrets_file_link, ("--confirm-path", "secrets/"), "app/secrets/"),
+        (_ci_link_into_app, ("--confirm", "risky"), ".github/workflows/", "ci/one.yml"),
+        (_secrets_folder_link, ("--confirm-path", "secrets/"), "app/secrets/", "ci/one.yml"),
+        (_secrets_file_link, ("--confirm-path", "secrets/"), "app/secrets/", "ci/one.yml"),
+        (_secrets_deep_link, ("--confirm-path", "secrets/"), "app/x/secrets/", "x/secrets/one.yml"),
     ],
-    ids=["root-link-into-the-session", "plain-name-folder-link", "plain-name-file-link"],
+    ids=[
+        "root-link-into-the-session",
+        "plain-name-folder-link",
+        "plain-name-file-link",
+        "named-through-a-deep-link",
+    ],
 )
 async def test_a_subpath_session_cannot_reach_a_protected_file_through_a_link(
-    tmp_path: Path, make: Callable[[Path], None], policy: tuple[str, str], named: str
+    tmp_path: Path, make: Callable[[Path], None], policy: tuple[str, str], named: str, path: str
 ) -> None:
-    """A session confined to `app` names `ci/one.yml`, which a protected name reaches:
+    """A session confined to `app` reaches `app/ci/one.yml` where a protected name does:
     the root's `.github/workflows -> ../app/ci` (CI reads it as a workflow; the link is
     outside the session's folder and decides all the same), or `app/secrets` (a plain
-    name, protected at any depth) linking to it, as a folder or file by file. The
-    session's folder is where its project starts, so it is looked at as a root is."""
+    name, protected at any depth) linking to it, as a folder or file by file (the
+    session's folder is where its project starts, so it is looked at as a root is); or
+    the session names it through `x/secrets -> ../ci`, a protected name as written."""
     from fastmcp.client.transports import StreamableHttpTransport
 
     from tests.e2e.http_server import start
@@ -183,9 +197,9 @@ async def test_a_subpath_session_cannot_reach_a_protected_file_through_a_link(
     try:
         async with Client(StreamableHttpTransport(served.url, headers=headers)) as client:
             ways = [
-                ("write_file", {"path": "ci/one.yml", "content": "x\n"}),
-                ("edit_file", {"path": "ci/one.yml", "oldString": "1", "newString": "2"}),
-                ("delete_path", {"path": "ci/one.yml"}),
+                ("write_file", {"path": path, "content": "x\n"}),
+                ("edit_file", {"path": path, "oldString": "1", "newString": "2"}),
+                ("delete_path", {"path": path}),
             ]
             answers = [(await call(client, tool, **args)).text for tool, args in ways]
             plain = (await call(client, "write_file", path="src/a.py", content="x\n")).text

@@ -254,11 +254,12 @@ def _resolve(ws: Workspace, user_path: str, found: Touched) -> str | None:
                 found.add(rel)
                 if not follow:
                     entry = rel
-                    if _named_elsewhere(ws, loc.display, rel):
+                    named = _named(ws, loc.display)
+                    if named is not None and named != rel:
                         # Through a linked folder (`.github/workflows` -> `ci/`): what
                         # reads the named path (CI, a build) reads this file there, so
                         # the name is decided too.
-                        found.add(loc.display)
+                        found.add(named)
                 st = loc.lstat()
                 if follow or st is None or not stat.S_ISDIR(st.st_mode):
                     continue
@@ -411,15 +412,14 @@ def _kind(entry: os.DirEntry[str]) -> str:
     return "folder" if entry.is_dir(follow_symlinks=False) else "file"
 
 
-def _named_elsewhere(ws: Workspace, shown: str, rel: str) -> bool:
-    """Whether the path as named (normalized) is another path of the root than the one
-    it resolves to; only where the two are written alike (a confined root, no subpath)."""
-    return (
-        ws.confined
-        and ws.anchor is None
-        and shown not in (rel, ".", "..")
-        and not shown.startswith(("/", "../"))
-    )
+def _named(ws: Workspace, shown: str) -> str | None:
+    """The path as named (normalized), relative to the primary root as the paths it
+    resolves to are (a subpath session's name gets its folder in front); None where the
+    name is no path of the root as written (unconfined, absolute, above the root)."""
+    if not ws.confined or shown in (".", "..") or shown.startswith(("/", "../")):
+        return None
+    prefix = ws.subpath.parts if ws.anchor is not None and ws.subpath is not None else ()
+    return "/".join((*prefix, shown))
 
 
 def primary_rel(ws: Workspace, real_parts: tuple[str, ...]) -> str:
