@@ -307,6 +307,38 @@ async def test_the_write_guard_refuses_a_file_a_protected_name_came_to_link_to(
         locate(ws, "db/0002.sql", write=True).close()
 
 
+async def test_the_write_guard_refuses_taking_away_a_link_to_protected_files(
+    tmp_path: Path,
+) -> None:
+    """Deleting, moving or replacing a link takes away the names it gives what its
+    folder holds: `.github/workflows -> ../ci` holds `.github/workflows/ci.yml`, so the
+    write at the link's open is refused unless those names were approved; so is one at a
+    folder holding such a link."""
+    from agent_workspace_mcp.core.containment import checking_writes, locate
+    from agent_workspace_mcp.core.errors import WorkspaceError
+    from agent_workspace_mcp.middleware.approvals import ApprovalGate
+    from agent_workspace_mcp.server import build
+
+    (tmp_path / "ci").mkdir()
+    (tmp_path / "ci" / "ci.yml").write_text("on: push\n")
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "workflows").symlink_to("../ci")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "other").symlink_to("empty")
+    settings = Settings(root=str(tmp_path), audit=False, confirm=("risky",))
+    _app, services = build(settings)
+    gate = ApprovalGate(services)
+    ws = services.workspaces.get(None)
+    for path in (".github/workflows", ".github"):
+        with checking_writes(gate.guard(set())), pytest.raises(WorkspaceError, match=r"ci\.yml"):
+            locate(ws, path, write=True)
+    approved = {".github/workflows", ".github/workflows/ci.yml"}
+    with checking_writes(gate.guard(approved)):
+        locate(ws, ".github/workflows", write=True).close()
+    with checking_writes(gate.guard(set())):
+        locate(ws, "other", write=True).close()  # a link holding nothing protected
+
+
 # --- 8: a delete in any spelling the parser accepts -------------------------------------
 
 

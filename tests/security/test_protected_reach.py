@@ -80,6 +80,16 @@ def _calls(t: str) -> list[tuple[str, dict]]:
     ]
 
 
+def _named_calls(folder: str) -> list[tuple[str, dict]]:
+    """The protected folder taken away by its own name (it may be a link, or hold one)."""
+    first = folder.split("/")[0]
+    return [
+        ("delete_path", {"path": folder, "recursive": True}),
+        ("move_path", {"source": folder, "destination": "moved"}),
+        ("move_path", {"source": first, "destination": "moved-top"}),
+    ]
+
+
 def _reads(root: Path, folder: str) -> dict[str, str]:
     """What a reader of `folder` sees: every file below it, links followed."""
     seen = {}
@@ -109,7 +119,7 @@ async def test_no_call_changes_a_protected_folder_unasked(
 ) -> None:
     make, real = _layouts(folder)[layout]
     bypasses = []
-    for n, (tool, args) in enumerate(_calls(real)):
+    for n, (tool, args) in enumerate(_calls(real) + _named_calls(folder)):
         root = tmp_path / f"{n}"
         root.mkdir()
         make(root)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import patches
-from .containment import locate
+from .containment import Located, locate
 from .errors import WorkspaceError
 from .limits import TOUCHED_ENTRIES_MAX
 from .osflags import DIR_FLAGS
@@ -137,6 +137,8 @@ class Touched:
     # The names these paths also have through a link the root holds (`ci/evil.yml` is
     # `.github/workflows/evil.yml` when that folder links to `ci/`): see `links_held`.
     linked: list[str] = field(default_factory=list)
+    # The entries it touches that are links, as entries (not what they reach).
+    links: list[str] = field(default_factory=list)
 
     def add(self, path: str) -> None:
         if path not in self.paths:
@@ -207,7 +209,61 @@ def touched(ws: Workspace, tool: str, args: dict[str, Any]) -> Touched:
         _carried(entries.get(source), entries.get(destination), found)
     if tool == "delete_path" or (tool in MOVES and args.get("overwrite")):
         found.deletes = True
+    if tool == "delete_path" or tool in MOVES:
+        for link in list(found.links):  # it takes these links, and what they hold, away
+            held, whole = names_held(ws, link)
+            for name in held:
+                if name not in found.paths and name not in found.linked:
+                    found.linked.append(name)
+            if not whole or len(found.linked) > TOUCHED_ENTRIES_MAX:
+                found.complete = False  # not all looked at: the gate asks
+                break
     return found
+
+
+def taken(ws: Workspace, loc: Located, rel: str) -> tuple[list[str], bool]:
+    """What a write at the located entry (`rel` from the primary root) changes besides
+    it: every entry below it when it is a folder, and the names each link among them
+    (itself included) gives what its folder holds; False when not all were looked at."""
+    st = loc.lstat()
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        return names_held(ws, rel)
+    if st is None or not stat.S_ISDIR(st.st_mode) or not loc.name:
+        return [], True
+    names: list[str] = []
+    for path, kind in _walk_below(loc.dir_fd, loc.name, rel):
+        if path is None:
+            return names, False
+        names.append(path)
+        if kind == "link":
+            held, whole = names_held(ws, path)
+            names.extend(held)
+            if not whole or len(names) > TOUCHED_ENTRIES_MAX:
+                return names, False
+    return names, True
+
+
+def names_held(ws: Workspace, link: str) -> tuple[list[str], bool]:
+    """The names a link to a folder gives what that folder holds (`link`: the link's path
+    from the primary root): every entry below its target, named below the link, walked
+    by fd up to TOUCHED_ENTRIES_MAX (False past it). A call that deletes or moves
+    `.github/workflows -> ../ci` takes `.github/workflows/ci.yml` from CI as surely as
+    one that deletes the file."""
+    if not ws.confined:
+        return [], True
+    try:
+        with locate(ws.anchor or ws, link, follow_final=True, defer_parents=True) as loc:
+            st = loc.lstat()
+            if st is None or not stat.S_ISDIR(st.st_mode):
+                return [], True  # a file's link is decided by its own name
+            names: list[str] = []
+            for path in entries_below(loc.dir_fd, loc.name, link):
+                if path is None:
+                    return names, False
+                names.append(path)
+            return names, True
+    except (WorkspaceError, OSError):
+        return [], True  # dangling, or reaching out of the root: it holds nothing here
 
 
 # The tools that carry a folder, with everything in it, to a new place: the arguments
@@ -261,6 +317,8 @@ def _resolve(ws: Workspace, user_path: str, found: Touched) -> str | None:
                         # the name is decided too.
                         found.add(named)
                 st = loc.lstat()
+                if not follow and st is not None and stat.S_ISLNK(st.st_mode):
+                    found.links.append(rel)
                 if follow or st is None or not stat.S_ISDIR(st.st_mode):
                     continue
                 _below(loc.dir_fd, loc.name, rel, found)
@@ -435,12 +493,14 @@ def primary_rel(ws: Workspace, real_parts: tuple[str, ...]) -> str:
 
 
 def _below(dir_fd: int, name: str, rel: str, found: Touched) -> None:
-    for entry in entries_below(dir_fd, name, rel):
+    for entry, kind in _walk_below(dir_fd, name, rel):
         if entry is None:
             found.complete = False
             return
         found.entries += 1
         found.add(entry)
+        if kind == "link":
+            found.links.append(entry)
 
 
 def entries_below(dir_fd: int, name: str, rel: str) -> Iterator[str | None]:

@@ -42,6 +42,7 @@ from ..core.callscope import (
     link_folders,
     links_held,
     primary_rel,
+    taken,
     touched,
 )
 from ..core.checkpoints import undoing
@@ -231,10 +232,8 @@ class ApprovalGate(Middleware):
         def check(loc: Located) -> None:
             ws = loc.workspace
             rel = primary_rel(ws, loc.real_parts)
-            covered: list[str | None] = [rel]
-            st = loc.lstat()
-            if st is not None and stat.S_ISDIR(st.st_mode) and loc.name:
-                covered.extend(entries_below(loc.dir_fd, loc.name, rel))
+            below, seen = taken(ws, loc, rel)
+            covered: list[str | None] = [rel, *below, *([] if seen or allowed else [None])]
             if ws.name not in links:
                 links[ws.name] = links_held(ws, self.link_folders)
             held, whole = links[ws.name]
