@@ -111,8 +111,9 @@ async def test_a_command_meeting_no_rule_lands_at_once_and_is_undoable(root: Pat
     [
         # the workflows folder is a link to ci/: a write to ci/ is a write to a workflow
         ("link", "echo x > ci/evil.yml", "ci: .github/workflows/evil.yml"),
-        # the command makes the link itself
+        # the command makes the link itself, or takes it away
         ("", "mkdir -p .github && ln -s ../ci .github/workflows", "ci: what lands at .github"),
+        ("link", "rm .github/workflows", "ci: .github/workflows/build.yml"),
         ("", "echo 'all:' > Makefile", "build: Makefile"),
         ("", "rm -rf many", f"mass-delete: {limits.RISKY_DELETE_ENTRIES + 2} entries"),
     ],

@@ -41,6 +41,7 @@ from ..core.callscope import (
     entries_below,
     link_folders,
     links_held,
+    names_held,
     primary_rel,
     taken,
     touched,
@@ -680,7 +681,7 @@ class ApprovalGate(Middleware):
         changes, what it deletes, a link it places (what the link reaches lands there), and
         the names the root's links give those paths."""
         found = Touched(complete=proposal.complete)  # `deletes` stays False: see _staged_rule
-        for rel, (_before, after) in proposal.changes.items():
+        for rel, (before, after) in proposal.changes.items():
             # relative to the session's root; the rules read the primary root's names
             name = primary_rel(ws, tuple(p for p in rel.split("/") if p))
             found.add(name)
@@ -688,6 +689,10 @@ class ApprovalGate(Middleware):
                 found.entries += 1
             elif after.get("t") == "l":
                 found.landings.append(name)
+            if before.get("t") == "l":  # a link taken away: so are the names it gave
+                held, whole = names_held(ws, name)
+                found.linked.extend(n for n in held if n not in found.linked)
+                found.complete = found.complete and whole
         return self._linked(ws, found)
 
     def _staged_rule(self, tool: str, found: Touched) -> str | None:
