@@ -308,3 +308,26 @@ async def test_a_subpath_session_is_decided_on_the_roots_names(root: Path) -> No
             assert (root / ".github" / "workflows" / "evil.yml").read_text() == "on: push\n"
     finally:
         assert served.stop() == 0
+
+
+@pytest.mark.parametrize("mode", ["legacy", "modern"])
+async def test_the_client_is_asked_about_a_change_set_and_its_yes_lands_it(
+    root: Path, mode: str
+) -> None:
+    """Answered where the person is: a client that declares elicitation (2025-11-25) or
+    answers input_required (2026-07-28) is shown the rule, and its yes lands the set."""
+    from fastmcp.client.elicitation import ElicitResult
+
+    asked: list[str] = []
+
+    async def approve(message, response_type, params, context):
+        asked.append(message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+    chosen = {"mode": "legacy"} if mode == "legacy" else {}
+    extra = {"confirm_via": ("client",)}
+    async with Client(server(root, **extra), elicitation_handler=approve, **chosen) as client:
+        answer = await ok(client, "bash", command="echo 'all:' > Makefile")
+    assert len(asked) == 1 and "build: Makefile" in asked[0], asked
+    assert "staged changes landed" in answer
+    assert (root / "Makefile").read_text() == "all:\n"
