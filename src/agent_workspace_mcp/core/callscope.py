@@ -476,8 +476,7 @@ def _named(ws: Workspace, shown: str) -> str | None:
     name is no path of the root as written (unconfined, absolute, above the root)."""
     if not ws.confined or shown in (".", "..") or shown.startswith(("/", "../")):
         return None
-    prefix = ws.subpath.parts if ws.anchor is not None and ws.subpath is not None else ()
-    return "/".join((*prefix, shown))
+    return primary_rel(ws, tuple(shown.split("/")))
 
 
 def primary_rel(ws: Workspace, real_parts: tuple[str, ...]) -> str:
