@@ -18,7 +18,8 @@ from fastmcp import Client
 
 from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core import limits
-from tests.helpers import call
+from tests.helpers import call, requires
+from tests.tools.test_staged_commands import _missing as staging_missing
 
 
 @pytest.fixture(autouse=True)
@@ -219,3 +220,66 @@ async def test_a_subpath_session_cannot_reach_a_protected_file_through_a_link(
         assert answer.startswith("Not run yet") and named in answer, answer
     assert plain.startswith("Created"), plain
     assert (root / "app" / "ci" / "one.yml").read_text() == before
+
+
+def _commands(real: str, folder: str) -> list[str]:
+    """Shell commands that change the protected files in every way a file tool can, and
+    a few only a command can (a link placed inside, a copy of a folder, a chmod)."""
+    first = folder.split("/")[0]
+    return [
+        f"echo x > {real}/evil.yml",
+        f"echo x > {real}/one.yml",
+        f"sed -i s/push/pr/ {real}/one.yml",
+        f"rm {real}/one.yml",
+        f"rm -rf {real}",
+        f"mv stage/x.yml {real}/x.yml",
+        f"mv {real}/one.yml elsewhere.yml",
+        f"chmod +x {real}/one.yml",
+        f"rm -rf {folder}",
+        f"rm -rf {first}",
+        f"mv {first} moved-top",
+        f"echo x > {folder}/evil2.yml",
+        f"ln -sf ../stage/x.yml {real}/lnk.yml",
+        f"cp -r stage {real}/sub",
+        f"mkdir -p {folder}/deep && echo x > {folder}/deep/e.yml",
+    ]
+
+
+@pytest.mark.slow  # real bwrap and FUSE mounts, 15 staged commands a case
+@requires(staging_missing())
+@pytest.mark.parametrize("layout", ["plain", "folder-link", "top-link", "file-link"])
+@pytest.mark.parametrize(
+    ("folder", "policy"), CASES, ids=["ci", "confirm-path", "confirm-path-unanchored"]
+)
+async def test_no_staged_command_changes_a_protected_folder_unasked(
+    tmp_path: Path, folder: str, policy: dict, layout: str
+) -> None:
+    """The same oracle for commands under `--stage-commands`: what the protected folder
+    holds changes only once a person said yes to the change set."""
+    make, real = _layouts(folder)[layout]
+    bypasses, asked = [], 0
+    for n, command in enumerate(_commands(real, folder)):
+        root = tmp_path / f"{n}"
+        root.mkdir()
+        make(root)
+        (root / "stage").mkdir()
+        (root / "stage" / "x.yml").write_text("evil\n")
+        before = _reads(root, folder)
+        settings = Settings(
+            root=str(root),
+            audit=False,
+            shell_mode="any",
+            sandbox="bwrap",
+            stage_commands=True,
+            confirm_via=("console",),
+            confirm_wait=0.02,
+            **policy,
+        )
+        async with Client(create_server(settings)) as client:
+            answer = await call(client, "bash", command=command)
+        if answer.text.startswith("Not landed yet"):
+            asked += 1
+        elif _reads(root, folder) != before:
+            bypasses.append(f"{command}: {answer.text.splitlines()[-1]}")
+    assert not bypasses, bypasses
+    assert asked >= 11  # the oracle is not empty: most of these change the folder
