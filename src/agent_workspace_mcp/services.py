@@ -72,7 +72,7 @@ class Services:
     sessions: dict[str, SessionInfo] = field(default_factory=dict)
     surface: Surface | None = None  # what is served (surface.compute), once registered
     approvals: Approvals | None = None  # with --confirm/--confirm-path (issue 32)
-    git: GitReader | None = None  # kept by tools.git: its repository checks between calls
+    git: GitReader | None = None  # see git_reader
     # (os.environ's items, the child environment made from them): see child_env
     _child_env: tuple[tuple[tuple[str, str], ...], dict[str, str]] | None = field(
         default=None, repr=False
@@ -82,6 +82,12 @@ class Services:
     def workspaces(self) -> WorkspaceView:
         """What the current request may use (a subpath session sees only its directory)."""
         return self.registry.view(SESSION_SUBPATH.get())
+
+    def git_reader(self) -> GitReader:
+        """One reader per server: it keeps each repository's checks between calls."""
+        if self.git is None:
+            self.git = GitReader(self.child_env, self.child_path_dirs)
+        return self.git
 
     def checkpoints(self, ws: Workspace) -> Store:
         """The workspace's checkpoint store, with the configured cap."""

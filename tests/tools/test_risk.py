@@ -260,3 +260,50 @@ async def test_a_risky_write_is_refused_when_denied(root: Path) -> None:
         state.decide(None, record["id"], approve=False)
         denied = await call(client, "write_file", path=".env", content="K=v\n")
     assert denied.is_error and "denied" in denied.text and not (root / ".env").exists()
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=t@t", "-c", "user.name=t", "-C", str(root), *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+async def test_a_link_the_repository_ships_deep_in_the_tree_gives_its_name(root: Path) -> None:
+    """`services/api/.env -> ../../config/api.env` and `Dockerfile -> ../../docker/api.txt`,
+    committed: the files they reach are read as `.env` and a Dockerfile, so writing them
+    asks. Found in the repository's index (no walk of the tree); a link the index does
+    not hold yet is found once it is added."""
+    (root / "config").mkdir()
+    (root / "config" / "api.env").write_text("KEY=1\n")
+    (root / "docker").mkdir()
+    (root / "docker" / "api.txt").write_text("FROM python\n")
+    (root / "services" / "api").mkdir(parents=True)
+    (root / "services" / "api" / ".env").symlink_to("../../config/api.env")
+    (root / "services" / "api" / "Dockerfile").symlink_to("../../docker/api.txt")
+    (root / "services" / "web").mkdir()
+    (root / "config" / "web.env").write_text("KEY=2\n")
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "shipped")
+    async with Client(server(root)) as client:
+        env = await ok(client, "write_file", path="config/api.env", content="KEY=evil\n")
+        docker = await ok(
+            client, "edit_file", path="docker/api.txt", oldString="python", newString="evil"
+        )
+        plain = await ok(client, "write_file", path="config/web.env", content="KEY=3\n")
+        # added later: found when the index changes
+        (root / "services" / "web" / ".env").symlink_to("../../config/web.env")
+        _git(root, "add", "services/web/.env")
+        later = await ok(client, "write_file", path="config/web.env", content="KEY=4\n")
+    assert [asked(env), asked(docker), asked(later)] == ["secrets", "build", "secrets"], (
+        env,
+        docker,
+        later,
+    )
+    assert "services/api/.env" in env and "services/web/.env" in later
+    assert asked(plain) is None, plain
+    assert (root / "config" / "api.env").read_text() == "KEY=1\n"
+    assert (root / "docker" / "api.txt").read_text() == "FROM python\n"
+    assert (root / "config" / "web.env").read_text() == "KEY=3\n"

@@ -352,7 +352,9 @@ def link_folders(globs: Iterable[str]) -> list[str]:
     return found
 
 
-def links_held(ws: Workspace, folders: Iterable[str]) -> tuple[list[tuple[str, str]], bool]:
+def links_held(
+    ws: Workspace, folders: Iterable[str], shipped: Iterable[str] = ()
+) -> tuple[list[tuple[str, str]], bool]:
     """The links through which a protected name can reach another file, as (the name a
     glob sees, the real path it reaches), and whether all were looked at: each root entry
     that is a link (`Makefile -> build/rules.txt`, `.github -> meta`), each of `folders`
@@ -361,8 +363,9 @@ def links_held(ws: Workspace, folders: Iterable[str]) -> tuple[list[tuple[str, s
     TOUCHED_ENTRIES_MAX entries. A subpath session's folder is looked at as a root too,
     for the plain names (`secrets/`, `Makefile`): it is where its agent's project starts.
     Links elsewhere in the tree (under an unanchored glob's name,
-    `services/api/Dockerfile`, or below a wildcard, `app/*/migrations`) are not looked
-    for."""
+    `services/api/Dockerfile`, or below a wildcard, `app/*/migrations`) are looked at
+    only when named in `shipped` (paths from the primary root: the links the repository
+    tracks under a protected name, core.shipped)."""
     if not ws.confined:
         return [], True  # the globs name paths of a root; an unconfined server has none
     # A subpath session's paths are named from the primary root, and so are the links: a
@@ -396,6 +399,8 @@ def links_held(ws: Workspace, folders: Iterable[str]) -> tuple[list[tuple[str, s
             for name in below:
                 add(name, _real(ws, name))
             complete = complete and whole
+    for name in shipped:  # what each reaches is read from the tree, not from the index
+        add(name, _real(ws, name))
     return links, complete
 
 

@@ -52,6 +52,7 @@ from ..core.echo import echo, listing
 from ..core.errors import ConfigError, WorkspaceError
 from ..core.exec import staging
 from ..core.nearmiss import closest
+from ..core.shipped import ShippedLinks
 from ..core.state.approvals import APPROVED, DENIED, PENDING, ApprovalRefused, Approvals, digest
 from ..core.state.grants import Grants
 from ..core.state.journal import activity
@@ -91,6 +92,8 @@ class ApprovalGate(Middleware):
         globs = [*settings.confirm_path, *(g for rule in self.risky for g in rule.paths)]
         self.link_folders = link_folders(globs)
         self.path_rules = self.paths is not None or bool(self.risky_paths)  # any path decides
+        # Links deep in the tree under a protected name, from the repository's index.
+        self.shipped = ShippedLinks(services.git_reader)
         self.writes: dict[str, bool] = {}
         self.ours: dict[str, str] = {}
         # --stage-commands (issue 46): a command runs against a copy-on-write view first,
@@ -236,7 +239,7 @@ class ApprovalGate(Middleware):
             below, seen = taken(ws, loc, rel)
             covered: list[str | None] = [rel, *below, *([] if seen or allowed else [None])]
             if ws.name not in links:
-                links[ws.name] = links_held(ws, self.link_folders)
+                links[ws.name] = self._links(ws)
             held, whole = links[ws.name]
             named = [a for p in covered if p is not None for a in aliases(p, held)]
             # Links not all looked at (a protected folder past TOUCHED_ENTRIES_MAX): the
@@ -273,8 +276,18 @@ class ApprovalGate(Middleware):
         """`found` with the names its paths have through links, when a path rule could
         match one of them (the approval of the call covers those names too)."""
         if self.path_rules:
-            add_linked(found, *links_held(ws, self.link_folders))
+            add_linked(found, *self._links(ws))
         return found
+
+    def _links(self, ws) -> tuple[list[tuple[str, str]], bool]:
+        """`links_held`, with the tracked links deep in the tree whose name a rule could
+        match (the link's own, or one inside it)."""
+        shipped = [
+            link
+            for link in self.shipped.of(ws)
+            if self.protects(link) or self.protects(_inside(link))
+        ]
+        return links_held(ws, self.link_folders, shipped)
 
     def _restore_paths(self, ws, args: dict[str, Any]) -> Touched:
         found = Touched()

@@ -15,10 +15,7 @@ GitPath = Annotated[str | None, Field(description="Limit to this workspace-relat
 
 
 def _reader(services: Services) -> GitReader:
-    """One reader per server: it keeps each repository's checks between calls."""
-    if services.git is None:
-        services.git = GitReader(services.child_env, services.child_path_dirs)
-    return services.git
+    return services.git_reader()
 
 
 def contained(ws, path: str | None) -> list[str]:
