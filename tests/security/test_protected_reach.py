@@ -109,23 +109,31 @@ CASES = [
     ("db/migrations", {"confirm_path": ("db/migrations/**",)}),
     ("secrets", {"confirm_path": ("secrets/",)}),  # unanchored: a `secrets` folder anywhere
 ]
-
-
-@pytest.mark.parametrize("layout", ["plain", "folder-link", "top-link", "file-link"])
-@pytest.mark.parametrize(
+EVERY_LAYOUT = pytest.mark.parametrize("layout", ["plain", "folder-link", "top-link", "file-link"])
+EVERY_POLICY = pytest.mark.parametrize(
     ("folder", "policy"), CASES, ids=["ci", "confirm-path", "confirm-path-unanchored"]
 )
+
+
+def _fresh(tmp_path: Path, n: int, make: Callable[[Path], None]) -> Path:
+    """A fresh copy of the layout for one call, with `stage/x.yml` to move in."""
+    root = tmp_path / f"{n}"
+    root.mkdir()
+    make(root)
+    (root / "stage").mkdir()
+    (root / "stage" / "x.yml").write_text("evil\n")
+    return root
+
+
+@EVERY_LAYOUT
+@EVERY_POLICY
 async def test_no_call_changes_a_protected_folder_unasked(
     tmp_path: Path, folder: str, policy: dict, layout: str
 ) -> None:
     make, real = _layouts(folder)[layout]
     bypasses = []
     for n, (tool, args) in enumerate(_calls(real) + _named_calls(folder)):
-        root = tmp_path / f"{n}"
-        root.mkdir()
-        make(root)
-        (root / "stage").mkdir()
-        (root / "stage" / "x.yml").write_text("evil\n")
+        root = _fresh(tmp_path, n, make)
         before = _reads(root, folder)
         assert before, "the layout holds a protected file"
         settings = Settings(
@@ -247,10 +255,8 @@ def _commands(real: str, folder: str) -> list[str]:
 
 @pytest.mark.slow  # real bwrap and FUSE mounts, 15 staged commands a case
 @requires(staging_missing())
-@pytest.mark.parametrize("layout", ["plain", "folder-link", "top-link", "file-link"])
-@pytest.mark.parametrize(
-    ("folder", "policy"), CASES, ids=["ci", "confirm-path", "confirm-path-unanchored"]
-)
+@EVERY_LAYOUT
+@EVERY_POLICY
 async def test_no_staged_command_changes_a_protected_folder_unasked(
     tmp_path: Path, folder: str, policy: dict, layout: str
 ) -> None:
@@ -259,11 +265,7 @@ async def test_no_staged_command_changes_a_protected_folder_unasked(
     make, real = _layouts(folder)[layout]
     bypasses, asked = [], 0
     for n, command in enumerate(_commands(real, folder)):
-        root = tmp_path / f"{n}"
-        root.mkdir()
-        make(root)
-        (root / "stage").mkdir()
-        (root / "stage" / "x.yml").write_text("evil\n")
+        root = _fresh(tmp_path, n, make)
         before = _reads(root, folder)
         settings = Settings(
             root=str(root),

@@ -14,20 +14,21 @@ from pathlib import Path
 import pytest
 from fastmcp import Client
 
-from agent_workspace_mcp import Settings, create_server
 from agent_workspace_mcp.core import limits
 from agent_workspace_mcp.core.errors import ConfigError
 from tests.helpers import call, ok, requires
-from tests.tools.test_staged_commands import _missing, _pending, console, tree
+from tests.tools.test_staged_commands import (
+    _missing,
+    _pending,
+    console,
+    short_waits,  # noqa: F401  (autouse: applies here)
+    tree,
+)
+from tests.tools.test_staged_commands import server as staged_server
 
 pytestmark = [pytest.mark.slow, requires(_missing())]  # real bwrap and FUSE mounts
 
 EVIL = "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/evil.yml"
-
-
-@pytest.fixture(autouse=True)
-def short_waits(monkeypatch) -> None:
-    monkeypatch.setattr(limits, "CONFIRM_POLL_SECONDS", 0.05)
 
 
 @pytest.fixture
@@ -46,17 +47,8 @@ def root(tmp_path: Path) -> Path:
 
 
 def server(root: Path, **extra):
-    values = {
-        "root": str(root),
-        "audit": False,
-        "shell_mode": "any",
-        "sandbox": "bwrap",
-        "confirm": ("risky",),
-        "confirm_via": ("console",),
-        "confirm_wait": 1.0,
-        "stage_commands": True,
-    } | extra
-    return create_server(Settings(**values))
+    """The staged-command server of test_staged_commands, under `--confirm risky`."""
+    return staged_server(root, **({"confirm": ("risky",)} | extra))
 
 
 async def test_without_staging_a_command_writes_a_workflow_unasked(root: Path) -> None:

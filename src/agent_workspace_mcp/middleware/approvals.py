@@ -426,20 +426,29 @@ class ApprovalGate(Middleware):
             return await run(used)
         ctx = context.fastmcp_context
         session, client = session_and_client(ctx)
-        if not staged:  # a staged command's change set decides its grant (below)
-            granted = await off(
+
+        async def granted(paths: list[str] | None) -> bool:
+            """Whether a live grant covers this call reaching `paths` (journaled)."""
+            grant = await off(
                 self.grants.covering,
                 ws,
                 subject=subject,
                 session=session,
                 tool=tool,
                 why=why,
-                paths=scope.names if scope is not None else None,
+                paths=paths,
                 call_digest=call_digest,
             )
-            if granted is not None:
-                activity.approved(_granted(granted))
-                return await proceed()
+            if grant is not None:
+                activity.approved(
+                    f"granted by {grant['granted_by']} ({grant['id']}, {grant['kind']}, "
+                    f"from {grant['from']})"
+                )
+            return grant is not None
+
+        # A staged command's change set decides its grant (below).
+        if not staged and await granted(scope.names if scope is not None else None):
+            return await proceed()
         staged_ref: tuple[str, str] | None = None  # (the change set's digest, what is shown)
         asked = None
         if staged:
@@ -467,18 +476,7 @@ class ApprovalGate(Middleware):
                     why = rule
                     # A grant covers a change set within what the person let through (the
                     # same rule, paths among those they saw or inside their folder).
-                    granted = await off(
-                        self.grants.covering,
-                        ws,
-                        subject=subject,
-                        session=session,
-                        tool=tool,
-                        why=why,
-                        paths=scope.names,
-                        call_digest=call_digest,
-                    )
-                    if granted is not None:
-                        activity.approved(_granted(granted))
+                    if await granted(scope.names):
                         return await self._land(ws, tool, None, set(scope.names), ref)
 
         async def ask(announce_it: bool = True) -> dict[str, Any]:
@@ -995,13 +993,6 @@ def _delete_listing(ws, path: str) -> str:
     also = f" (its {listing(sorted(special))} included)" if special else ""
     more = f"\n… and {count - len(found)} more" if count > len(found) else ""
     return f"removes the folder {path} and all {total} below it{also}:\n" + "\n".join(found) + more
-
-
-def _granted(record: dict[str, Any]) -> str:
-    return (
-        f"granted by {record['granted_by']} ({record['id']}, {record['kind']}, "
-        f"from {record['from']})"
-    )
 
 
 def _tail(output: str) -> str:
